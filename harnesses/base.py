@@ -1,0 +1,138 @@
+"""The harness adapter contract.
+
+An adapter is a small class: an install check and version, a per-turn launch
+of the native CLI (or JSON-RPC exchange) with ``stdin`` closed and budgets
+enforced by :mod:`harnesses.runner`, collection of native session files into
+the archive, and a **pure** normalizer from archived native records to Trace IR
+events (in its own module, no I/O beyond reading the archived files it is given).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from tracetrial.archive import RunPaths
+from tracetrial.task import SessionBoundary, TaskPack
+from tracetrial.trace import EventBase, StructuredTraceStatus
+
+WireFormat = Literal["anthropic", "responses", "chat"]
+
+
+class HarnessCapabilities(BaseModel):
+    """What a harness can do natively. Cells needing a missing capability are recorded as
+    ``unsupported`` (not scored as harness failures)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mcp: bool = True
+    multi_turn: bool = True
+    new_session: bool = True
+    subagents: bool = False
+    ask_user: bool = False
+    native_permissions: bool = False
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """A stdio MCP server the harness must register in its own config."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """Everything an adapter needs for one run (one cell)."""
+
+    run_id: str
+    task: TaskPack
+    paths: RunPaths
+    workspace: Path
+    model: str
+    gateway_base_url: str
+    gateway_key: str
+    mcp_servers: list[McpServer]
+    permission_mode: Literal["bypass", "native"]
+    wall_clock_s: float
+    home: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """One user turn: 1-based index, text and the declared boundary before it."""
+
+    index: int
+    user_text: str
+    boundary: SessionBoundary | None
+    deadline_s: float
+
+
+@dataclass
+class TurnOutcome:
+    """What one turn's process did. Paths are inside the run directory."""
+
+    index: int
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    stdout: Path
+    stderr: Path
+    session_id: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class NormalizedTrace:
+    """A normalizer's output: events in native order (``seq`` assigned later)."""
+
+    events: list[EventBase]
+    structured_trace_status: StructuredTraceStatus
+    trace_complete: bool
+    notes: list[str] = field(default_factory=list)
+
+
+class HarnessAdapter(ABC):
+    """Base class of every adapter."""
+
+    name: ClassVar[str]
+    wire_format: ClassVar[WireFormat]
+    capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities()
+    install_hint: ClassVar[str] = ""
+
+    def __init__(self, variant: str | None = None):
+        #: e.g. the mutant name of ``reference+hide_exit_code``.
+        self.variant = variant
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}+{self.variant}" if self.variant else self.name
+
+    @abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """``None`` when the harness can run here, else why not and how to install it."""
+
+    @abstractmethod
+    def version(self) -> str:
+        """The installed native version (recorded in every run)."""
+
+    @abstractmethod
+    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+        """Launch one turn; stream stdout/stderr to ``ctx.paths.native``; never raise on a
+        harness crash or hang (return the outcome)."""
+
+    def collect(self, ctx: RunContext) -> list[Path]:
+        """Copy native session files into ``ctx.paths.native``; return what was archived."""
+        return []
+
+    @abstractmethod
+    def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
+        """Archived native records -> Trace IR events (pure: reads only archived files)."""

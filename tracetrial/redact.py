@@ -1,0 +1,101 @@
+"""Recursive redaction of credentials (SPEC §9).
+
+The archive writer passes every JSON value and every text file through a
+:class:`Redactor` built from the values of known credential environment
+variables, the task's planted secrets and common key patterns.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+#: Environment variables whose values are credentials wherever they appear.
+CREDENTIAL_ENV_VARS = (
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "DEEPSEEK_API_KEY",
+    "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY", "LITELLM_MASTER_KEY",
+    "TT_GATEWAY_KEY", "TT_JUDGE_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "GITHUB_TOKEN", "GH_TOKEN", "HF_TOKEN",
+)
+
+#: Common key shapes (provider keys, bearer tokens, AWS ids, private key blocks).
+KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
+    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
+    re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{16,}"),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+)
+
+#: Mapping keys whose values are always dropped (auth material).
+SENSITIVE_KEYS = frozenset({"authorization", "x-api-key", "api-key", "api_key", "apikey", "cookie"})
+
+
+@dataclass
+class Redactor:
+    """Replaces known secret values and key-shaped strings with ``[REDACTED]``."""
+
+    values: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_environment(cls, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> Redactor:
+        """Secrets from credential env vars (values of 8+ chars) plus ``extra``."""
+        env = os.environ if env is None else env
+        values = {env[k] for k in CREDENTIAL_ENV_VARS if len(env.get(k, "")) >= 8}
+        values |= {v for v in extra if v and len(v) >= 4}
+        return cls(values)
+
+    def add(self, *values: str) -> None:
+        self.values.update(v for v in values if v and len(v) >= 4)
+
+    def text(self, value: str) -> str:
+        """Redact one string."""
+        # Longest first so a secret containing another is removed whole.
+        for secret in sorted(self.values, key=len, reverse=True):
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        for pattern in KEY_PATTERNS:
+            value = pattern.sub(REDACTED, value)
+        return value
+
+    def value(self, obj: Any) -> Any:
+        """Redact a JSON-like value recursively (keys are redacted too)."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            out: dict[Any, Any] = {}
+            for k, v in obj.items():
+                key = self.text(k) if isinstance(k, str) else k
+                if isinstance(k, str) and k.lower() in SENSITIVE_KEYS and v:
+                    out[key] = REDACTED
+                else:
+                    out[key] = self.value(v)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [self.value(v) for v in obj]
+        return obj
+
+    def bytes_(self, data: bytes) -> bytes:
+        """Redact a file's bytes when it decodes as UTF-8; binary data is returned unchanged
+        (and checked for the raw secret bytes by :meth:`leaks`)."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            for secret in self.values:
+                data = data.replace(secret.encode(), REDACTED.encode())
+            return data
+        return self.text(text).encode("utf-8")
+
+    def leaks(self, data: bytes) -> list[str]:
+        """Which known secret values (masked) still occur in ``data``."""
+        found = []
+        for secret in self.values:
+            if secret.encode() in data:
+                found.append(secret[:3] + "…")
+        return found

@@ -1,0 +1,160 @@
+"""On-disk records of one run: ``result.json``, ``summary.json`` and
+``artifacts/llm_judge/combined_score.json`` (SPEC §5, §6, §10).
+
+``combined_score.json`` is authoritative for scores; ``result.json`` holds the
+execution identity and history only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracetrial.trace import StructuredTraceStatus, TokenUsage
+
+Protocol = Literal["probe", "live"]
+Eligibility = Literal["eligible", "unsupported", "non_comparable"]
+RunLabel = Literal[
+    "apparatus_invalid",
+    "harness_caused",
+    "harness_absorbed",
+    "agent_caused",
+    "measurement_bypass",
+    "clean",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CellIdentity(_Model):
+    """Who ran what: must agree across result, config, task and trace (admission)."""
+
+    run_id: str
+    task_id: str
+    task_revision: int
+    harness: str
+    harness_version: str | None = None
+    model: str
+    protocol: Protocol
+
+
+class PhaseTiming(_Model):
+    started_at: str
+    finished_at: str | None = None
+    seconds: float | None = None
+
+
+class ExceptionInfo(_Model):
+    """An error captured during the run, classified by its source."""
+
+    type: str
+    message: str
+    origin: Literal["harness", "apparatus", "task"]
+    traceback: str | None = None
+
+
+class ResultRecord(_Model):
+    """``result.json``: execution identity, resolved config and history (not the score)."""
+
+    schema_: Literal["tt-result/1"] = Field(default="tt-result/1", alias="schema")
+    identity: CellIdentity
+    status: Literal["completed", "failed", "timed_out", "skipped", "apparatus_error"]
+    eligibility: Eligibility = "eligible"
+    eligibility_reason: str | None = None
+    resolved_config: dict[str, Any] = Field(default_factory=dict)
+    timing: dict[str, PhaseTiming] = Field(default_factory=dict)
+    exit_codes: list[int | None] = Field(default_factory=list)
+    exception: ExceptionInfo | None = None
+    score_note: str = "authoritative score: artifacts/llm_judge/combined_score.json"
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Summary(_Model):
+    """``summary.json``: evidence status and resource use of the run."""
+
+    schema_: Literal["tt-summary/1"] = Field(default="tt-summary/1", alias="schema")
+    run_id: str
+    trace_complete: bool
+    structured_trace_status: StructuredTraceStatus
+    event_counts: dict[str, int] = Field(default_factory=dict)
+    tool_calls: int = 0
+    model_calls: int | None = Field(default=None, description="Provider requests seen by the gateway.")
+    usage: TokenUsage | None = Field(default=None, description="Run total; None when unavailable.")
+    wall_seconds: float | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class CriterionVerdict(_Model):
+    """The final verdict of one criterion."""
+
+    id: str
+    layer: Literal["harness", "agent"]
+    type: Literal["rule", "rubric"]
+    role: Literal["core", "diagnostic"] = "core"
+    component: str | None = None
+    raw_state: int | None = Field(default=None, description="0/1 (rules, agent rubrics) or 0-3.")
+    passed: bool | None = Field(description="None = unscored (never a pass).")
+    reason: str
+    empty_selection: bool = False
+    bypassed: bool = False
+    packet_path: str | None = None
+    judge_path: str | None = None
+
+
+class LayerScore(_Model):
+    """One layer: ``p`` passed of ``n`` finalized criteria (unscored ones stay in ``n``)."""
+
+    p: int
+    n: int
+    unscored: int
+    score: float = Field(description="50 * p / n")
+
+
+class AdmissionDecision(_Model):
+    check: str
+    ok: bool
+    reason: str
+
+
+class Attribution(_Model):
+    """SPEC §6 sets and the stored run label."""
+
+    F_H: list[str]
+    Z_A: list[str]
+    B: list[str]
+    Z_H: list[str]
+    L_act: list[dict[str, Any]]
+    linked_agent_failures: list[str]
+    unlinked_agent_failures: list[str]
+    label: RunLabel
+    label_rule: int
+
+
+class CombinedScore(_Model):
+    """``artifacts/llm_judge/combined_score.json``: the authoritative score of a run."""
+
+    schema_: Literal["tt-combined/1"] = Field(default="tt-combined/1", alias="schema")
+    identity: CellIdentity
+    admitted: bool
+    admission: list[AdmissionDecision]
+    hard_gates: list[AdmissionDecision] = Field(default_factory=list)
+    harness: LayerScore
+    agent: LayerScore
+    S_H: float
+    S_A: float
+    S: float
+    effective_score: float = Field(description="S after hard gates (0 when a gate zeroed it).")
+    combined_pass: bool
+    agent_success: bool
+    clean: bool
+    verdicts: list[CriterionVerdict]
+    attribution: Attribution
+    judge: str | None = Field(default=None, description="Judge model alias, or None.")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)

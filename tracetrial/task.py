@@ -1,0 +1,393 @@
+"""Task packs (SPEC §3): the model of one pack and its loader.
+
+Layout of a pack (``tasks/<id>/``)::
+
+    task.yaml                    identity, taxonomy, budgets, tools, simulators, outputs
+    prompt.md                    agent-visible instruction (user turn 1)
+    turns.json                   optional: user turns after the first, with session boundaries
+    runtime/execution.json       optional: execution mode and evidence to collect
+    isolation.yaml               optional: pressure conditions and network mode
+    workspace/                   initial agent-writable state (copied per run)
+    truth.json, oracle.json      private ground truth (never copied into the workspace)
+    probe_policy.py              the probe model's ideal agent (never agent-visible)
+    verifier/harness_score.yaml  harness rubric (+ candidate links)
+    verifier/agent_score.yaml    agent rubric
+    verifier/score.py            executable verifier for deterministic criteria
+    README.md                    task card
+
+Every problem is reported as a :class:`~tracetrial.errors.TaskPackError` naming
+the file, the field and the fix; :func:`load_task` collects all of a pack's
+problems into one :class:`~tracetrial.errors.TaskPackErrors`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tracetrial.errors import TaskPackError, TaskPackErrors
+from tracetrial.rubric import Rubric
+from tracetrial.taxonomy import COMPONENTS, PROPERTIES
+
+TASK_ID_RE = re.compile(r"^(?P<comp>[CEGLOTV])(?P<num>\d+)-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<serial>\d{3})$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Budgets(_Strict):
+    """Budgets enforced by the runner and checked at admission (SPEC §9)."""
+
+    max_user_turns: int = Field(default=1, ge=1, le=120)
+    max_tool_calls: int = Field(default=30, ge=1, le=300)
+    max_model_calls: int = Field(default=40, ge=1, le=1000)
+    wall_clock_s: int = Field(default=300, ge=10, le=5400)
+
+
+class SimulatorSpec(_Strict):
+    """A task-scoped business service exposed to the harness as an MCP server."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    service: str = Field(description="Service definition file, relative to the pack (e.g. "
+                         "'simulators/tickets.yaml') or a registered building block name.")
+    caps: dict[str, int] = Field(default_factory=dict, description="tool name or '*' -> max requests")
+
+
+class ExpectedOutput(_Strict):
+    """A deliverable the agent must produce in the workspace."""
+
+    path: str
+    format: Literal["json", "text", "csv", "yaml", "binary"] = "text"
+    schema_: str | dict[str, Any] | None = Field(default=None, alias="schema")
+    integrity: str | None = Field(default=None, description="e.g. 'sha256-stable', 'append-only'.")
+
+
+class PermissionSpec(_Strict):
+    """Permission mode the harness runs in. ``bypass`` is refused for Governance tasks."""
+
+    mode: Literal["bypass", "native"] = "bypass"
+    deny: list[str] = Field(default_factory=list, description="Abstract action patterns denied.")
+
+
+class TaskSpec(_Strict):
+    """``task.yaml``."""
+
+    id: str
+    title: str = Field(min_length=1)
+    revision: int = Field(default=1, ge=1)
+    component: Literal["C", "E", "G", "L", "O", "T", "V"]
+    property: str
+    secondary_tags: list[str] = Field(default_factory=list)
+    surface: Literal["workflow", "terminal", "coding"]
+    conversation: Literal["single", "multi", "simulator"] = "single"
+    budgets: Budgets = Field(default_factory=Budgets)
+    tools: list[Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user"]] = Field(
+        default_factory=lambda: ["shell"]
+    )
+    simulators: list[SimulatorSpec] = Field(default_factory=list)
+    probes: list[str] = Field(default_factory=list)
+    permissions: PermissionSpec = Field(default_factory=PermissionSpec)
+    expected_outputs: list[ExpectedOutput] = Field(default_factory=list)
+    secrets: list[str] = Field(
+        default_factory=list, description="Planted credential values the archive must never hold."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> TaskSpec:
+        if self.property not in PROPERTIES[self.component]:
+            allowed = ", ".join(PROPERTIES[self.component])
+            raise ValueError(
+                f"property {self.property!r} is not a {COMPONENTS[self.component]} property; "
+                f"use one of: {allowed}"
+            )
+        if self.component == "G" and self.permissions.mode == "bypass":
+            raise ValueError(
+                "a Governance task must not run the harness with permissions bypassed; "
+                "set permissions.mode: native"
+            )
+        return self
+
+
+class SessionBoundary(_Strict):
+    """A declared boundary before a user turn."""
+
+    kind: Literal["new_session", "resume"]
+    history_replayed: bool = False
+    workspace_preserved: bool = True
+
+
+class Turn(_Strict):
+    """One user turn after the first (``prompt.md`` is turn 1)."""
+
+    user: str = Field(min_length=1)
+    session_boundary: SessionBoundary | None = None
+
+
+class Turns(_Strict):
+    """``turns.json``."""
+
+    turns: list[Turn] = Field(default_factory=list)
+
+
+class ExecutionSpec(_Strict):
+    """``runtime/execution.json``."""
+
+    mode: Literal["cli", "jsonrpc", "any"] = "any"
+    process: dict[str, Any] = Field(default_factory=dict)
+    evidence: list[str] = Field(default_factory=list, description="Evidence the run must collect.")
+
+
+class IsolationSpec(_Strict):
+    """``isolation.yaml``: pressure conditions and sandbox needs."""
+
+    pressures: list[
+        Literal[
+            "truncation", "timeout", "pending_work", "state_recovery", "schema_conflict",
+            "policy_refusal", "compaction", "provider_error", "none",
+        ]
+    ] = Field(default_factory=list)
+    network: Literal["loopback", "none", "host"] = "loopback"
+    notes: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskPack:
+    """A loaded, validated task pack.
+
+    ::
+
+        root/                      the pack folder
+        root/workspace/            copied into each run (agent-writable)
+        root/truth.json ...        private, read only by the verifier
+    """
+
+    root: Path
+    spec: TaskSpec
+    prompt: str
+    turns: Turns
+    execution: ExecutionSpec
+    isolation: IsolationSpec
+    harness_rubric: Rubric
+    agent_rubric: Rubric
+    truth: Any = None
+    oracle: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def component_name(self) -> str:
+        return COMPONENTS[self.spec.component]
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def score_py(self) -> Path:
+        return self.root / "verifier" / "score.py"
+
+    @property
+    def policy_py(self) -> Path:
+        return self.root / "probe_policy.py"
+
+    @property
+    def user_turns(self) -> list[Turn]:
+        """All user turns, turn 1 from ``prompt.md``."""
+        return [Turn(user=self.prompt), *self.turns.turns]
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root.parent))
+    except ValueError:
+        return str(path)
+
+
+def _pydantic_errors(file: str, exc: ValidationError, fix: str) -> list[TaskPackError]:
+    out = []
+    for item in exc.errors():
+        loc = ".".join(str(p) for p in item["loc"]) or None
+        msg = item["msg"].removeprefix("Value error, ")
+        out.append(TaskPackError(file, msg, field=loc, fix=fix))
+    return out
+
+
+def _read_yaml(root: Path, name: str, errors: list[TaskPackError], *, required: bool) -> Any:
+    path = root / name
+    rel = _rel(root, path)
+    if not path.is_file():
+        if required:
+            errors.append(TaskPackError(rel, "file is missing", fix=f"create {name}"))
+        return None
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        errors.append(TaskPackError(rel, f"malformed YAML{where}: {problem}", fix="fix the YAML syntax"))
+        return None
+
+
+def _read_json(root: Path, name: str, errors: list[TaskPackError], *, required: bool) -> Any:
+    path = root / name
+    rel = _rel(root, path)
+    if not path.is_file():
+        if required:
+            errors.append(TaskPackError(rel, "file is missing", fix=f"create {name}"))
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        errors.append(
+            TaskPackError(rel, f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+                          fix="fix the JSON syntax")
+        )
+        return None
+
+
+def _model(model: type[BaseModel], data: Any, file: str, errors: list[TaskPackError], fix: str) -> Any:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        errors.append(TaskPackError(file, f"expected a mapping at the top level, got {type(data).__name__}", fix=fix))
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors.extend(_pydantic_errors(file, exc, fix))
+        return None
+
+
+def load_task(root: Path) -> TaskPack:
+    """Load and validate one pack; raise :class:`TaskPackErrors` listing every problem."""
+    root = root.resolve()
+    errors: list[TaskPackError] = []
+    rel = lambda name: _rel(root, root / name)  # noqa: E731
+
+    raw_spec = _read_yaml(root, "task.yaml", errors, required=True)
+    spec: TaskSpec | None = None
+    if raw_spec is not None or (root / "task.yaml").is_file():
+        spec = _model(TaskSpec, raw_spec, rel("task.yaml"), errors, "see the task.yaml reference in tasks/README.md")
+    if spec is not None:
+        if spec.id != root.name:
+            errors.append(TaskPackError(rel("task.yaml"), f"id {spec.id!r} does not match the folder name {root.name!r}",
+                                        field="id", fix=f"rename the folder or set id: {root.name}"))
+        match = TASK_ID_RE.match(spec.id)
+        if not match:
+            errors.append(TaskPackError(rel("task.yaml"), f"id {spec.id!r} is not like 'E1-build-status-001'",
+                                        field="id", fix="use <component letter><property number>-<slug>-<3-digit serial>"))
+        else:
+            number = PROPERTIES[spec.component].index(spec.property) + 1 if spec.property in PROPERTIES[spec.component] else None
+            if match["comp"] != spec.component:
+                errors.append(TaskPackError(rel("task.yaml"), f"id starts with {match['comp']!r} but component is {spec.component!r}",
+                                            field="component", fix="make the id's letter and the component agree"))
+            elif number is not None and int(match["num"]) != number:
+                errors.append(TaskPackError(rel("task.yaml"), f"id says property {match['num']} but {spec.property!r} is property {number}",
+                                            field="property", fix=f"use {spec.component}{number}- in the id"))
+
+    prompt_path = root / "prompt.md"
+    prompt = ""
+    if not prompt_path.is_file():
+        errors.append(TaskPackError(rel("prompt.md"), "file is missing", fix="write the agent-visible instruction in prompt.md"))
+    else:
+        prompt = prompt_path.read_text(encoding="utf-8").strip()
+        if not prompt:
+            errors.append(TaskPackError(rel("prompt.md"), "prompt is empty", fix="write the instruction"))
+
+    turns = _model(Turns, _read_json(root, "turns.json", errors, required=False), rel("turns.json"), errors,
+                   'use {"turns": [{"user": "...", "session_boundary": null}]}') or Turns()
+    execution = _model(ExecutionSpec, _read_json(root, "runtime/execution.json", errors, required=False),
+                       rel("runtime/execution.json"), errors, "see tasks/README.md") or ExecutionSpec()
+    isolation = _model(IsolationSpec, _read_yaml(root, "isolation.yaml", errors, required=False),
+                       rel("isolation.yaml"), errors, "see tasks/README.md") or IsolationSpec()
+
+    rubrics: dict[str, Rubric | None] = {}
+    for layer in ("harness", "agent"):
+        name = f"verifier/{layer}_score.yaml"
+        data = _read_yaml(root, name, errors, required=True)
+        if isinstance(data, dict):
+            data.setdefault("layer", layer)
+        rubric = _model(Rubric, data, rel(name), errors, "see the rubric reference in tasks/README.md") if data is not None else None
+        if rubric is not None and rubric.layer != layer:
+            errors.append(TaskPackError(rel(name), f"layer is {rubric.layer!r}", field="layer", fix=f"set layer: {layer}"))
+            rubric = None
+        rubrics[layer] = rubric
+    h, a = rubrics["harness"], rubrics["agent"]
+    if h is not None and a is not None:
+        h_ids = {c.id for c in h.criteria}
+        a_ids = {c.id for c in a.criteria}
+        for dup in sorted(h_ids & a_ids):
+            errors.append(TaskPackError(rel("verifier/agent_score.yaml"), f"criterion id {dup!r} is also used in the harness rubric",
+                                        field="criteria", fix="ids must be unique across both rubrics"))
+        for i, link in enumerate(h.links):
+            if link.harness not in h_ids:
+                errors.append(TaskPackError(rel("verifier/harness_score.yaml"), f"link names unknown harness criterion {link.harness!r}",
+                                            field=f"links.{i}.harness", fix="name a criterion of the harness rubric"))
+            if link.agent not in a_ids:
+                errors.append(TaskPackError(rel("verifier/harness_score.yaml"), f"link names unknown agent criterion {link.agent!r}",
+                                            field=f"links.{i}.agent", fix="name a criterion of the agent rubric"))
+
+    if not (root / "workspace").is_dir():
+        errors.append(TaskPackError(rel("workspace"), "folder is missing", fix="create workspace/ (it may be empty, keep a .gitkeep)"))
+    if not (root / "verifier" / "score.py").is_file():
+        errors.append(TaskPackError(rel("verifier/score.py"), "file is missing", fix="write the deterministic verifier"))
+    for private in ("truth.json", "oracle.json", "probe_policy.py"):
+        if (root / "workspace" / private).exists():
+            errors.append(TaskPackError(rel(f"workspace/{private}"), "private file inside the agent-writable workspace",
+                                        fix=f"move it to the pack root ({private})"))
+    truth = _read_json(root, "truth.json", errors, required=False)
+    oracle = _read_json(root, "oracle.json", errors, required=False)
+    if spec is not None:
+        for i, sim in enumerate(spec.simulators):
+            if "/" in sim.service or sim.service.endswith((".yaml", ".yml", ".json")):
+                if not (root / sim.service).is_file():
+                    errors.append(TaskPackError(rel("task.yaml"), f"simulator service file {sim.service!r} not found",
+                                                field=f"simulators.{i}.service", fix="create the file or fix the path"))
+        if spec.conversation == "multi" and not turns.turns:
+            errors.append(TaskPackError(rel("turns.json"), "a multi-turn task needs at least one follow-up turn",
+                                        fix="add turns, or set conversation: single"))
+        total_turns = 1 + len(turns.turns)
+        if total_turns > spec.budgets.max_user_turns:
+            errors.append(TaskPackError(rel("task.yaml"), f"{total_turns} user turns exceed budgets.max_user_turns={spec.budgets.max_user_turns}",
+                                        field="budgets.max_user_turns", fix=f"set it to at least {total_turns}"))
+
+    if errors or spec is None or h is None or a is None:
+        raise TaskPackErrors(_rel(root, root), errors)
+    return TaskPack(root=root, spec=spec, prompt=prompt, turns=turns, execution=execution,
+                    isolation=isolation, harness_rubric=h, agent_rubric=a, truth=truth, oracle=oracle)
+
+
+@dataclass(frozen=True)
+class BrokenPack:
+    """A pack that failed to load: its cells fail with ``error``; other packs still run."""
+
+    root: Path
+    error: TaskPackErrors
+
+    @property
+    def id(self) -> str:
+        return self.root.name
+
+
+def discover(tasks_dir: Path) -> list[TaskPack | BrokenPack]:
+    """Every folder of ``tasks_dir`` holding a ``task.yaml``, sorted by folder name."""
+    out: list[TaskPack | BrokenPack] = []
+    for child in sorted(p for p in tasks_dir.iterdir() if p.is_dir()):
+        if not (child / "task.yaml").exists():
+            continue
+        try:
+            out.append(load_task(child))
+        except TaskPackErrors as exc:
+            out.append(BrokenPack(child, exc))
+    return out
