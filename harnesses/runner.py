@@ -1,0 +1,93 @@
+"""Run one native process with the runner's budgets.
+
+``stdin`` is closed, stdout and stderr are streamed to files as they arrive
+(the process writes straight into them), and the wall clock is enforced by
+killing the whole process group, so a hung harness and its children are gone
+afterwards. A crash or hang is reported in the outcome, never raised.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """Exit status of one native process."""
+
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    error: str | None = None
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    stdout: Path,
+    stderr: Path,
+    timeout_s: float,
+) -> ProcessOutcome:
+    """Run ``argv`` in its own process group; kill the group at ``timeout_s``."""
+    stdout.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with stdout.open("ab") as out, stderr.open("ab") as err:
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True,
+            )
+        except OSError as exc:
+            return ProcessOutcome(None, False, time.monotonic() - started,
+                                  f"could not start {argv[0]}: {exc}")
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return ProcessOutcome(None, True, time.monotonic() - started,
+                                  f"wall clock of {timeout_s:.0f}s exceeded; process group killed")
+        # Children left behind by a finished harness are part of its run: end them too.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return ProcessOutcome(code, False, time.monotonic() - started)
+
+
+def clean_env(extra: Mapping[str, str], *, home: Path, keep: Sequence[str] = ("PATH", "LANG", "LC_ALL", "TZ")) -> dict[str, str]:
+    """A minimal environment: nothing from the caller but ``keep``, plus ``extra``.
+
+    HOME and TMPDIR point into the run directory so native files stay with the run.
+    """
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    tmp = home / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update({"HOME": str(home), "TMPDIR": str(tmp), "XDG_CONFIG_HOME": str(home / ".config"),
+                "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local/share"),
+                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    env.update(extra)
+    return env

@@ -1,0 +1,1 @@
+"""tracetrial_fixtures."""
