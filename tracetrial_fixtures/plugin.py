@@ -1,20 +1,123 @@
-"""TraceTrial pytest plugin entry point (``pytest11``): options, markers, thin hooks."""
+"""TraceTrial pytest plugin entry point (``pytest11``): options, markers, thin hooks.
+
+Logic lives in the sibling modules: :mod:`.settings` (option resolution),
+:mod:`.collect` (task packs -> cells), :mod:`.cell` (the flow of one cell),
+:mod:`.services` (probe server + gateway), :mod:`.scoring` (criteria as
+sub-checks, terminal lines and reports).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+
+from tracetrial_fixtures import scoring
+from tracetrial_fixtures.collect import (
+    CellSpec,
+    build_cells,
+    cell_param,
+    harness_names,
+    marker_name,
+    static_markers,
+)
+from tracetrial_fixtures.services import Services
+from tracetrial_fixtures.settings import Settings, resolve_settings
+
+SETTINGS_KEY = pytest.StashKey[Settings]()
+SERVICES_KEY = pytest.StashKey[Services]()
+CELL_LINES_KEY = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tracetrial", "TraceTrial harness benchmark")
     group.addoption("--tt-harness", action="store", default=None,
-                    help="comma-separated harness names (default: every installed harness)")
-    group.addoption("--tt-model", action="store", default="probe",
+                    help="comma-separated harness names, e.g. codex,reference+hide_exit_code "
+                         "(default: claude_code,codex,openclaw,deepseek,reference)")
+    group.addoption("--tt-model", action="store", default=None,
                     help="comma-separated model aliases from models.yaml (default: probe)")
-    group.addoption("--tt-sandbox", action="store", default="auto",
-                    choices=("auto", "docker", "bwrap", "local"), help="sandbox backend")
-    group.addoption("--tt-output", action="store", default="outputs", help="archive folder")
+    group.addoption("--tt-sandbox", action="store", default=None,
+                    help="sandbox backend: auto|docker|bwrap|local (default: auto)")
+    group.addoption("--tt-output", action="store", default=None, help="archive folder (default: outputs)")
     group.addoption("--tt-judge", action="store", default=None,
-                    help="judge model alias for semantic rubrics (none: they are 'unscored')")
+                    help="judge model alias for semantic rubrics (none: those criteria are 'unscored')")
     group.addoption("--tt-rerun", action="store_true", default=False,
-                    help="re-run cells whose archive is already complete")
+                    help="re-run cells whose archive is already complete (default: resume)")
+    group.addoption("--tt-record-bodies", action="store_true", default=False,
+                    help="also archive full provider request bodies (redacted)")
+    group.addoption("--tt-tasks", action="store", default=None,
+                    help="task-pack folder to collect (default: the folder of the cells module)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    settings = resolve_settings(config)
+    config.stash[SETTINGS_KEY] = settings
+    config.stash[CELL_LINES_KEY] = []
+    for line in static_markers():
+        config.addinivalue_line("markers", line)
+    for name in harness_names(settings):
+        config.addinivalue_line("markers", f"{marker_name(name)}: cells of the {name} harness")
+    for model in settings.models:
+        config.addinivalue_line("markers", f"{marker_name(model)}: cells run with the {model} model")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "tt_cell_spec" not in metafunc.fixturenames:
+        return
+    settings = metafunc.config.stash[SETTINGS_KEY]
+    tasks_dir = settings.tasks_dir or Path(metafunc.definition.path).parent
+    cells = build_cells(tasks_dir, settings)
+    metafunc.parametrize("tt_cell_spec", [cell_param(c) for c in cells])
+
+
+@pytest.fixture(scope="session")
+def tt_services(request: pytest.FixtureRequest) -> Iterator[Services]:
+    """The probe model server and LiteLLM gateway of this process (started on first use)."""
+    settings = request.config.stash[SETTINGS_KEY]
+    services = Services(output=settings.output, record_bodies=settings.record_bodies)
+    request.config.stash[SERVICES_KEY] = services
+    yield services
+    services.close()
+
+
+@pytest.fixture
+def tt_cell(tt_cell_spec: CellSpec, tt_services: Services, request: pytest.FixtureRequest) -> scoring.CellResult:
+    """Run the cell (task × harness × model) and return its archived result.
+
+    Apparatus failures surface as errors of this fixture; harness behaviour is
+    judged by the test through :func:`scoring.check_cell`.
+    """
+    settings = request.config.stash[SETTINGS_KEY]
+    result = scoring.run_cell(tt_cell_spec, settings, tt_services)
+    request.node.user_properties.append(("tt_run_dir", str(result.paths.root)))
+    return result
+
+
+@pytest.fixture
+def tt_check(subtests: pytest.Subtests) -> scoring.Checker:
+    """Report each criterion of a cell as a sub-check, then the cell verdict."""
+    return scoring.Checker(subtests)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
+        return
+    props = dict(report.user_properties)
+    if "tt_run_dir" in props:
+        line = scoring.progress_line(Path(str(props["tt_run_dir"])))
+        if line:
+            scoring.PROGRESS.append(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    scoring.terminal_summary(terminalreporter, config.stash[SETTINGS_KEY])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Only the controller aggregates (workers never write shared files).
+    if hasattr(session.config, "workerinput"):
+        return
+    scoring.write_session_reports(session.config.stash[SETTINGS_KEY])

@@ -1,0 +1,139 @@
+"""Assemble a run's Trace IR from the harness normalizer's events, the runner's
+turn outcomes and the gateway's provider-boundary records (pure).
+
+Apparatus evidence keeps its real source (SPEC §7 rule 8): gateway-derived
+events carry ``source="gateway"``, runner events ``source="runner"``; none is
+turned into a native harness event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from harnesses.base import NormalizedTrace, TurnOutcome
+from tracetrial.task import Turn
+from tracetrial.trace import (
+    ConversationFinishedEvent,
+    ConversationStartedEvent,
+    ConversationTurnFinishedEvent,
+    ConversationTurnStartedEvent,
+    EventBase,
+    ProviderRequestCountEvent,
+    RunFailedEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    SessionBoundaryEvent,
+    TokenUsage,
+    TokenUsageEvent,
+    ToolDeclaration,
+    ToolInventoryEvent,
+)
+from tracetrial.trace_io import renumber
+
+
+def _usage(raw: dict[str, Any] | None) -> TokenUsage | None:
+    if not raw:
+        return None
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+    usage = TokenUsage(**{k: raw.get(k) for k in keys})
+    if usage.input_tokens is not None and usage.output_tokens is not None:
+        usage.total_tokens = usage.input_tokens + usage.output_tokens
+    return usage
+
+
+def gateway_events(records: Sequence[dict[str, Any]], *, run_id: str, at: datetime) -> list[EventBase]:
+    """``tool_inventory`` (when the declared set changes), ``token_usage`` per call and one
+    ``provider_request_count`` — all labelled ``source="gateway"``."""
+    out: list[EventBase] = []
+    last_fp: str | None = None
+    for rec in records:
+        if rec.get("inventory_present") and rec.get("inventory_fingerprint") != last_fp:
+            last_fp = rec.get("inventory_fingerprint")
+            tools = [
+                ToolDeclaration(
+                    name=t.get("name", ""), type=t.get("type") or "function",
+                    description=t.get("description"), input_schema=t.get("input_schema"),
+                )
+                for t in rec.get("tools", [])
+            ]
+            out.append(ToolInventoryEvent(
+                seq=1, timestamp=at, run_id=run_id, source="gateway", model_visible=True,
+                complete=bool(rec.get("inventory_complete")) and (rec.get("status") or 0) < 400,
+                scope="request", tools=tools, request_count=int(rec.get("index", 0)) + 1,
+                inventory_fingerprint=last_fp,
+            ))
+        usage = _usage(rec.get("usage"))
+        out.append(TokenUsageEvent(
+            seq=1, timestamp=at, run_id=run_id, source="gateway", usage=usage,
+            usage_available=usage is not None, usage_scope="call",
+        ))
+    failed = sum(1 for r in records if (r.get("status") or 0) >= 400 or r.get("error"))
+    out.append(ProviderRequestCountEvent(seq=1, timestamp=at, run_id=run_id, source="gateway",
+                                         count=len(records), failed=failed))
+    return out
+
+
+def assemble(
+    *,
+    run_id: str,
+    task_id: str,
+    harness: str,
+    model: str,
+    form: str,
+    turns: Sequence[Turn],
+    outcomes: Sequence[TurnOutcome],
+    native: NormalizedTrace,
+    gateway_records: Sequence[dict[str, Any]],
+    started: datetime,
+    finished: datetime,
+    failure: tuple[str, str, bool] | None,
+) -> list[EventBase]:
+    """The full ordered trace with a contiguous ``seq``.
+
+    Native events keep their normalizer order inside each turn (the strongest
+    native order); support events frame them. ``failure`` is
+    ``(error_type, message, timed_out)`` when the run did not finish normally.
+    """
+    events: list[EventBase] = [
+        RunStartedEvent(seq=1, timestamp=started, run_id=run_id, source="runner",
+                        task_id=task_id, harness=harness, model=model),
+        ConversationStartedEvent(seq=1, timestamp=started, run_id=run_id, source="runner", form=form),
+    ]
+    by_turn: dict[int | None, list[EventBase]] = {}
+    for ev in native.events:
+        by_turn.setdefault(ev.conversation_turn, []).append(ev)
+    for outcome in outcomes:
+        turn = turns[outcome.index - 1]
+        if turn.session_boundary is not None:
+            b = turn.session_boundary
+            events.append(SessionBoundaryEvent(
+                seq=1, timestamp=started, run_id=run_id, source="runner",
+                conversation_turn=outcome.index, kind=b.kind,
+                history_replayed=b.history_replayed, workspace_preserved=b.workspace_preserved,
+            ))
+        events.append(ConversationTurnStartedEvent(seq=1, timestamp=started, run_id=run_id, source="runner",
+                                                   conversation_turn=outcome.index, user_text=turn.user))
+        events.extend(by_turn.pop(outcome.index, []))
+        status = "timed_out" if outcome.timed_out else ("ok" if outcome.exit_code == 0 else "error")
+        events.append(ConversationTurnFinishedEvent(seq=1, timestamp=finished, run_id=run_id, source="runner",
+                                                    conversation_turn=outcome.index,
+                                                    exit_code=outcome.exit_code, status=status))
+    # Events the normalizer could not place in a turn stay visible, after the turns.
+    for rest in by_turn.values():
+        events.extend(rest)
+    events.extend(gateway_events(gateway_records, run_id=run_id, at=finished))
+    events.append(ConversationFinishedEvent(seq=1, timestamp=finished, run_id=run_id, source="runner",
+                                            turns=len(outcomes)))
+    if failure is not None:
+        err_type, message, timed_out = failure
+        last_code = outcomes[-1].exit_code if outcomes else None
+        events.append(RunFailedEvent(seq=1, timestamp=finished, run_id=run_id, source="runner",
+                                     error_type=err_type, error_message=message,
+                                     exit_code=last_code, timed_out=timed_out))
+    events.append(RunFinishedEvent(seq=1, timestamp=finished, run_id=run_id, source="runner",
+                                   exit_code=outcomes[-1].exit_code if outcomes else None,
+                                   trace_complete=native.trace_complete and failure is None,
+                                   summary_path="summary.json"))
+    return renumber(events)

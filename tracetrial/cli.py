@@ -1,0 +1,163 @@
+"""The ``tracetrial`` command.
+
+    tracetrial validate [tasks/]          lint every task pack
+    tracetrial schema [--check] [FILE]    export the Trace IR JSON Schema
+    tracetrial install [HARNESS ...]      install pinned harness CLIs project-locally
+    tracetrial run [pytest args ...]      run the benchmark (pytest tasks/ with the options)
+    tracetrial rescore OUTPUT             recompute every cell's score from its archive
+    tracetrial report OUTPUT              write OUTPUT/reports/ from the archive
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+from tracetrial.errors import TaskPackErrors, TraceTrialError
+
+SCHEMA_FILE = Path(__file__).parent / "schema" / "trace_ir_v1.schema.json"
+
+
+def trace_schema() -> dict[str, object]:
+    """The JSON Schema of ``events.json`` (an array of Trace IR events)."""
+    from tracetrial.trace import Event
+
+    schema = TypeAdapter(list[Event]).json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "TraceTrial Trace IR v1 (events.json)"
+    return schema
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = json.dumps(trace_schema(), indent=1, sort_keys=True) + "\n"
+    target = Path(args.file) if args.file else SCHEMA_FILE
+    if args.check:
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        if current != text:
+            print(f"{target} is out of date; run: tracetrial schema", file=sys.stderr)
+            return 1
+        print(f"{target} is up to date")
+        return 0
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+def validate_packs(tasks_dir: Path) -> tuple[int, list[str]]:
+    """(number of packs, problems) for every pack under ``tasks_dir``."""
+    from tracetrial.task import BrokenPack, discover
+
+    problems: list[str] = []
+    packs = discover(tasks_dir)
+    for pack in packs:
+        if isinstance(pack, BrokenPack):
+            problems.extend(str(e) for e in pack.error.errors)
+            continue
+        try:
+            from criteria import validate_rubric_rules
+        except ImportError:  # criteria not installed: schema checks only
+            continue
+        problems.extend(f"{pack.root.name}: {p}" for p in validate_rubric_rules(pack))
+    return len(packs), problems
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    tasks_dir = Path(args.tasks)
+    if not tasks_dir.is_dir():
+        print(f"error: {tasks_dir} is not a folder of task packs", file=sys.stderr)
+        return 2
+    count, problems = validate_packs(tasks_dir)
+    for p in problems:
+        print(f"  - {p}")
+    if count == 0:
+        print(f"error: no task packs (folders with task.yaml) under {tasks_dir}", file=sys.stderr)
+        return 2
+    print(f"{count} task pack(s), {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from harnesses.install import install
+
+    return install(args.harness or None, root=Path(args.root) if args.root else None)
+
+
+def cmd_run(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    import pytest
+
+    tasks = Path(__file__).resolve().parent.parent / "tasks"
+    return int(pytest.main([str(tasks), *rest]))
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from criteria.rescore import rescore_output
+
+    judge = None
+    if args.judge:
+        from criteria.judge import make_judge
+
+        judge = make_judge(args.judge)
+    written = rescore_output(Path(args.output), judge=judge)
+    print(f"rescored {len(written)} cell(s) under {args.output}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports import write_reports
+
+    paths = write_reports(Path(args.output))
+    print(f"wrote {paths}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracetrial", description="TraceTrial harness benchmark")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="lint every task pack")
+    p.add_argument("tasks", nargs="?", default="tasks")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("schema", help="export the Trace IR JSON Schema")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--check", action="store_true", help="fail when the committed schema is stale")
+    p.add_argument("--stdout", action="store_true")
+    p.set_defaults(func=cmd_schema)
+    p = sub.add_parser("install", help="install pinned harness CLIs into .tt-tools/")
+    p.add_argument("harness", nargs="*")
+    p.add_argument("--root", help="install folder (default: <repo>/.tt-tools)")
+    p.set_defaults(func=cmd_install)
+    p = sub.add_parser("rescore", help="recompute scores from an archive")
+    p.add_argument("output")
+    p.add_argument("--judge")
+    p.set_defaults(func=cmd_rescore)
+    p = sub.add_parser("report", help="write <output>/reports/")
+    p.add_argument("output")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
+    p.set_defaults(func=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv[:1] == ["run"]:
+        return cmd_run(argparse.Namespace(), argv[1:])
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (TraceTrialError, TaskPackErrors) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

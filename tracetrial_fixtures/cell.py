@@ -1,0 +1,303 @@
+"""The flow of one cell (DESIGN.md §2): workspace -> simulators -> gateway/probe ->
+harness turns -> normalize -> archive -> admission + scoring.
+
+The archive is written even when the run fails; apparatus failures raise
+:class:`~tracetrial.errors.ApparatusError` (a pytest *error*, never a harness
+*failure*); a harness crash or hang is evidence and is scored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shutil
+import tempfile
+import traceback
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harnesses.assemble import assemble
+from harnesses.base import HarnessAdapter, NormalizedTrace, RunContext, TurnContext, TurnOutcome
+from tracetrial.archive import RunArchive, RunPaths, verify_manifest
+from tracetrial.errors import ApparatusError
+from tracetrial.redact import Redactor
+from tracetrial.results import (
+    CellIdentity,
+    CombinedScore,
+    ExceptionInfo,
+    PhaseTiming,
+    ResultRecord,
+    Summary,
+)
+from tracetrial.task import TaskPack
+from tracetrial.trace import TokenUsage, TokenUsageEvent, ToolEvent
+from tracetrial.trace_io import write_events
+
+from tracetrial_fixtures.services import Services
+
+
+@dataclass
+class CellResult:
+    """What the test sees: the authoritative score, or why there is none."""
+
+    paths: RunPaths
+    score: CombinedScore | None
+    skipped: str | None = None
+    resumed: bool = False
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_run_id(task_id: str, model: str, harness: str) -> str:
+    """URL- and path-safe, unique per run."""
+    safe = "".join(c if c.isalnum() else "-" for c in f"{harness}-{model}")
+    return f"{task_id}--{safe}--{uuid.uuid4().hex[:10]}"
+
+
+def load_existing(paths: RunPaths) -> CombinedScore | None:
+    """A finished cell's score, if its archive is complete and untampered."""
+    if not paths.combined_score.is_file() or not verify_manifest(paths.root).ok:
+        return None
+    try:
+        return CombinedScore.model_validate_json(paths.combined_score.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def _copy_pack(task: TaskPack, dest: Path) -> None:
+    shutil.copytree(task.root, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
+
+
+def workspace_diff(baseline: Path, after: Path) -> str:
+    """A unified diff of text files (binary files are named, not diffed)."""
+    def files(root: Path) -> dict[str, Path]:
+        return {p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+    a, b = files(baseline), files(after)
+    out: list[str] = []
+    for rel in sorted(a.keys() | b.keys()):
+        old = a[rel].read_bytes() if rel in a else b""
+        new = b[rel].read_bytes() if rel in b else b""
+        if old == new:
+            continue
+        try:
+            old_t, new_t = old.decode(), new.decode()
+        except UnicodeDecodeError:
+            out.append(f"Binary files a/{rel} and b/{rel} differ\n")
+            continue
+        out.extend(difflib.unified_diff(old_t.splitlines(True), new_t.splitlines(True),
+                                        f"a/{rel}" if rel in a else "/dev/null",
+                                        f"b/{rel}" if rel in b else "/dev/null"))
+    return "".join(out)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(json.loads(line))
+    return out
+
+
+def _summary(run_id: str, events: list[Any], native: NormalizedTrace, records: list[dict[str, Any]],
+             wall: float, failure: bool) -> Summary:
+    counts: dict[str, int] = {}
+    for ev in events:
+        counts[ev.event_type] = counts.get(ev.event_type, 0) + 1
+    usages = [e.usage for e in events if isinstance(e, TokenUsageEvent) and e.source == "gateway"]
+    total: TokenUsage | None = None
+    if usages and all(u is not None for u in usages):
+        def add(name: str) -> int | None:
+            vals = [getattr(u, name) for u in usages]
+            return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+        total = TokenUsage(input_tokens=add("input_tokens"), output_tokens=add("output_tokens"),
+                           cache_read_tokens=add("cache_read_tokens"), cache_write_tokens=add("cache_write_tokens"),
+                           reasoning_tokens=add("reasoning_tokens"))
+        if total.input_tokens is not None and total.output_tokens is not None:
+            total.total_tokens = total.input_tokens + total.output_tokens
+    status = native.structured_trace_status
+    if failure and status == "complete":
+        status = "partial"
+    return Summary(run_id=run_id, trace_complete=native.trace_complete and not failure,
+                   structured_trace_status=status, event_counts=counts,
+                   tool_calls=sum(1 for e in events if isinstance(e, ToolEvent)),
+                   model_calls=len(records), usage=total, wall_seconds=round(wall, 3), notes=list(native.notes))
+
+
+class CellRunner:
+    """Runs one cell end to end and archives it."""
+
+    def __init__(self, task: TaskPack, adapter: HarnessAdapter, model: str, output: Path,
+                 services: Services, *, judge: Any = None, sandbox: str = "local", rerun: bool = False):
+        self.task = task
+        self.adapter = adapter
+        self.model = model
+        self.output = output
+        self.services = services
+        self.judge = judge
+        self.sandbox = sandbox
+        self.rerun = rerun
+        self.paths = RunPaths.for_cell(output, task.id, model, adapter.full_name)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> CellResult:
+        if not self.rerun:
+            existing = load_existing(self.paths)
+            if existing is not None:
+                return CellResult(self.paths, existing, resumed=True)
+        if self.paths.root.exists():
+            shutil.rmtree(self.paths.root)
+        self.paths.make()
+        run_id = new_run_id(self.task.id, self.model, self.adapter.full_name)
+        redactor = Redactor.from_environment(extra=self.task.spec.secrets)
+        archive = RunArchive(self.paths, redactor)
+        protocol = "probe" if self.model == "probe" else "live"
+        identity = CellIdentity(run_id=run_id, task_id=self.task.id, task_revision=self.task.spec.revision,
+                                harness=self.adapter.full_name, harness_version=None, model=self.model,
+                                protocol=protocol)
+        timing: dict[str, PhaseTiming] = {}
+        started = _now()
+        record = ResultRecord(identity=identity, status="failed")
+        try:
+            identity.harness_version = self.adapter.version()
+            record = self._execute(run_id, identity, archive, redactor, timing, started)
+        except ApparatusError as exc:
+            record.status = "apparatus_error"
+            record.exception = ExceptionInfo(type=type(exc).__name__, message=str(exc), origin="apparatus",
+                                             traceback=traceback.format_exc(limit=8))
+            archive.write_json("result.json", record)
+            archive.seal(run_id)
+            raise
+        except Exception as exc:  # noqa: BLE001 - an apparatus bug: keep the archive, then report it
+            record.status = "apparatus_error"
+            record.exception = ExceptionInfo(type=type(exc).__name__, message=str(exc), origin="apparatus",
+                                             traceback=traceback.format_exc(limit=12))
+            archive.write_json("result.json", record)
+            archive.seal(run_id)
+            raise ApparatusError(f"apparatus failure in cell {self.task.id}/{self.model}/{self.adapter.full_name}: "
+                                 f"{type(exc).__name__}: {exc} (archive kept at {self.paths.root})") from exc
+        if record.status == "skipped":
+            return CellResult(self.paths, None, skipped=record.eligibility_reason)
+        return CellResult(self.paths, self._score())
+
+    def _score(self) -> CombinedScore:
+        from criteria import score_run
+        from tracetrial.task import load_task
+
+        snapshot = load_task(self.paths.private / "task" / self.task.id)
+        return score_run(snapshot, self.paths.root, judge=self.judge)
+
+    # ------------------------------------------------------------- execute
+    def _execute(self, run_id: str, identity: CellIdentity, archive: RunArchive, redactor: Redactor,
+                 timing: dict[str, PhaseTiming], started: datetime) -> ResultRecord:
+        task, adapter, paths = self.task, self.adapter, self.paths
+        record = ResultRecord(identity=identity, status="failed")
+        _copy_pack(task, paths.private / "task" / task.id)
+        shutil.copytree(task.workspace, paths.private / "baseline", dirs_exist_ok=True)
+
+        from tracetrial.simulators.eligibility import eligibility
+
+        elig, reason = eligibility(task, adapter.capabilities)
+        record.eligibility, record.eligibility_reason = elig, reason
+        if elig != "eligible":
+            record.status = "skipped"
+            archive.write_json("result.json", record)
+            archive.seal(run_id)
+            return record
+
+        # The agent works in a temp dir outside the archive so private files are not a path away.
+        scratch = Path(tempfile.mkdtemp(prefix=f"tt-{task.id[:12]}-"))
+        workspace = scratch / "workspace"
+        shutil.copytree(task.workspace, workspace)
+        home = scratch / "home"
+        home.mkdir()
+        seed = hashlib.sha256(run_id.encode()).hexdigest()[:16]
+
+        from tracetrial.simulators import mcp_servers_for
+
+        mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
+        gateway = self.services.gateway()
+        probe = self.services.probe() if self.model == "probe" else None
+        if probe is not None:
+            probe.register_run(run_id, task)
+        route = gateway.route_info(self.model, adapter.wire_format)
+        record.resolved_config = {
+            "sandbox": self.sandbox, "gateway_route": route, "wire_format": adapter.wire_format,
+            "permission_mode": task.spec.permissions.mode, "budgets": task.spec.budgets.model_dump(),
+            "mcp_servers": [s.name for s in mcp], "seed": seed,
+            "harness_capabilities": adapter.capabilities.model_dump(),
+        }
+        redactor.add(self.services.gateway_key if hasattr(self.services, "gateway_key") else "")
+        ctx = RunContext(
+            run_id=run_id, task=task, paths=paths, workspace=workspace, model=self.model,
+            gateway_base_url=gateway.base_url(run_id, self.model, adapter.wire_format),
+            gateway_key=getattr(gateway, "client_key", "sk-tt-gateway"), mcp_servers=mcp,
+            permission_mode=task.spec.permissions.mode, wall_clock_s=task.spec.budgets.wall_clock_s, home=home,
+        )
+        outcomes: list[TurnOutcome] = []
+        failure: tuple[str, str, bool] | None = None
+        t0 = _now()
+        budget = float(task.spec.budgets.wall_clock_s)
+        try:
+            for index, turn in enumerate(task.user_turns, start=1):
+                elapsed = (_now() - t0).total_seconds()
+                remaining = budget - elapsed
+                if remaining <= 1:
+                    failure = ("WallClockExceeded", f"wall-clock budget {budget:.0f}s used up before turn {index}", True)
+                    break
+                outcome = adapter.run_turn(ctx, TurnContext(index, turn.user, turn.session_boundary, remaining))
+                outcomes.append(outcome)
+                if outcome.timed_out:
+                    failure = ("HarnessTimeout", outcome.error or f"turn {index} exceeded the wall clock", True)
+                    break
+                if outcome.exit_code is None:
+                    failure = ("HarnessCrash", outcome.error or f"turn {index} did not exit normally", False)
+                    break
+        finally:
+            finished = _now()
+            timing["execution"] = PhaseTiming(started_at=t0.isoformat(), finished_at=finished.isoformat(),
+                                              seconds=(finished - t0).total_seconds())
+            record.exit_codes = [o.exit_code for o in outcomes]
+            collected: list[Path] = []
+            try:
+                collected = adapter.collect(ctx)
+            except Exception as exc:  # noqa: BLE001 - a missing native file is evidence, not a crash
+                (paths.native / "collect-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+            probe_report = probe.finish_run(run_id) if probe is not None else None
+            if probe_report is not None:
+                archive.write_json("gateway/probe.json", probe_report)
+            src = self.services.records_dir / run_id / "requests.jsonl"
+            if src.is_file():
+                archive.copy_in(src, "gateway/requests.jsonl")
+            archive.copy_in(workspace, "workspace")
+            archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
+            shutil.rmtree(scratch, ignore_errors=True)
+            del collected
+
+        records = _read_jsonl(paths.gateway / "requests.jsonl")
+        if probe_report is not None:
+            errs = getattr(probe_report, "apparatus_errors", None) or []
+            if errs:
+                raise ApparatusError("probe model: " + "; ".join(errs))
+        native = adapter.normalize(paths, outcomes, run_id)
+        events = assemble(run_id=run_id, task_id=task.id, harness=adapter.full_name, model=self.model,
+                          form=task.spec.conversation, turns=task.user_turns, outcomes=outcomes, native=native,
+                          gateway_records=records, started=started, finished=finished, failure=failure)
+        write_events(paths.events, events)
+        wall = (finished - t0).total_seconds()
+        archive.write_json("summary.json", _summary(run_id, events, native, records, wall, failure is not None))
+        record.status = "timed_out" if failure and failure[2] else ("failed" if failure else "completed")
+        if failure:
+            record.exception = ExceptionInfo(type=failure[0], message=failure[1], origin="harness")
+        record.timing = timing
+        archive.write_json("result.json", record)
+        archive.seal(run_id)
+        return record

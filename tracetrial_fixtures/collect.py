@@ -1,0 +1,88 @@
+"""Task packs -> parametrized cells (task × harness × model).
+
+Cells are ordinary parametrized tests (custom Items would not get fixtures).
+Ids are ``<task>-<harness>-<model>``; markers carry the component name
+(``Execution``), the property slug, the harness, the model alias, the surface
+and the conversation form, so ``-k "Execution and codex"`` selects a slice.
+A broken pack still yields its cells: they fail with the loader's message while
+other packs run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tracetrial.task import BrokenPack, TaskPack, discover
+from tracetrial.taxonomy import COMPONENTS, PROPERTIES
+
+from tracetrial_fixtures.settings import DEFAULT_HARNESSES, Settings
+
+SURFACES = ("workflow", "terminal", "coding")
+FORMS = ("single", "multi", "simulator")
+
+
+def marker_name(value: str) -> str:
+    """A harness or model name as a marker/keyword identifier (``reference+x`` -> ``reference_x``)."""
+    return re.sub(r"\W", "_", value)
+
+
+def static_markers() -> list[str]:
+    """Markers registered for every session (``--strict-markers``)."""
+    lines = ["tt_cell: a TraceTrial task x harness x model cell"]
+    lines += [f"{name}: cells of the {name} component" for name in COMPONENTS.values()]
+    lines += [f"{p}: cells of the {p} property" for props in PROPERTIES.values() for p in props]
+    lines += [f"{s}: cells on the {s} surface" for s in SURFACES]
+    lines += [f"{f}_turn: {f}-turn conversation cells" if f != "simulator" else "simulator_driven: simulator-driven cells" for f in FORMS]
+    return lines
+
+
+def form_marker(form: str) -> str:
+    return "simulator_driven" if form == "simulator" else f"{form}_turn"
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell to run: a pack (or a broken pack), a harness name and a model alias."""
+
+    pack: TaskPack | BrokenPack
+    harness: str
+    model: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.pack.id}-{self.harness}-{self.model}"
+
+
+def harness_names(settings: Settings) -> tuple[str, ...]:
+    return settings.harnesses or DEFAULT_HARNESSES
+
+
+def build_cells(tasks_dir: Path, settings: Settings) -> list[CellSpec]:
+    packs = discover(tasks_dir)
+    return [CellSpec(p, h, m) for p in packs for h in harness_names(settings) for m in settings.models]
+
+
+def cell_param(cell: CellSpec) -> object:
+    marks: list[pytest.MarkDecorator] = [pytest.mark.tt_cell]
+    marks.append(getattr(pytest.mark, marker_name(cell.harness)))
+    marks.append(getattr(pytest.mark, marker_name(cell.model)))
+    if isinstance(cell.pack, TaskPack):
+        spec = cell.pack.spec
+        marks += [
+            getattr(pytest.mark, COMPONENTS[spec.component]),
+            getattr(pytest.mark, spec.property),
+            getattr(pytest.mark, spec.surface),
+            getattr(pytest.mark, form_marker(spec.conversation)),
+            pytest.mark.timeout(spec.budgets.wall_clock_s * 2 + 300),
+        ]
+    else:
+        # A broken pack still carries its component when the id says it, so
+        # "-k Execution" keeps showing the broken Execution packs.
+        letter = cell.pack.id[:1]
+        if letter in COMPONENTS:
+            marks.append(getattr(pytest.mark, COMPONENTS[letter]))
+    return pytest.param(cell, id=cell.id, marks=marks)
