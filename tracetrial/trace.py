@@ -28,6 +28,7 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
+    model_validator,
     model_serializer,
 )
 from pydantic.functional_serializers import SerializerFunctionWrapHandler
@@ -231,18 +232,16 @@ class TokenUsageEvent(EventBase):
     usage_aggregate: bool = False
     reported_cost_usd: float | None = None
 
-    @field_validator("usage_available")
-    @classmethod
-    def _available_matches(cls, value: bool, info: Any) -> bool:
-        usage = info.data.get("usage")
-        if value and usage is None:
+    @model_validator(mode="after")
+    def _available_matches(self) -> TokenUsageEvent:
+        if self.usage_available and self.usage is None:
             raise ValueError(
                 "usage is null but usage_available is true: unavailable usage must be "
                 "recorded with usage_available=false, never as zeros"
             )
-        if not value and usage is not None:
+        if not self.usage_available and self.usage is not None:
             raise ValueError("usage_available is false but usage counts are present")
-        return value
+        return self
 
 
 class ContextCompactionEvent(EventBase):

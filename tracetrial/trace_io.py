@@ -20,10 +20,13 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENTS_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
-def _describe(error: ValidationError, where: str) -> str:
+def _describe(error: ValidationError, where: str, kind: str | None = None) -> str:
     parts = []
     for item in error.errors()[:5]:
-        loc = ".".join(str(p) for p in item["loc"])
+        locs = list(item["loc"])
+        if kind is not None and locs[:1] == [kind]:
+            locs = locs[1:]  # the discriminator tag pydantic prepends
+        loc = ".".join(str(p) for p in locs)
         parts.append(f"{where} field '{loc}': {item['msg']}")
     more = len(error.errors()) - 5
     if more > 0:
@@ -45,7 +48,7 @@ def parse_event(data: Any, *, where: str = "event") -> EventBase:
     try:
         event = EVENT_ADAPTER.validate_python(data)
     except ValidationError as exc:
-        raise TraceFileError(_describe(exc, f"{where} ({kind})")) from None
+        raise TraceFileError(_describe(exc, f"{where} ({kind})", kind)) from None
     return event  # type: ignore[return-value]
 
 

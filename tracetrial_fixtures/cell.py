@@ -48,6 +48,7 @@ class CellResult:
     score: CombinedScore | None
     skipped: str | None = None
     resumed: bool = False
+    problem: str | None = None
 
 
 def _now() -> datetime:

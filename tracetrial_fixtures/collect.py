@@ -58,7 +58,15 @@ class CellSpec:
 
 
 def harness_names(settings: Settings) -> tuple[str, ...]:
-    return settings.harnesses or DEFAULT_HARNESSES
+    """The harnesses to parametrize: ``--tt-harness``, else every registered harness
+    (built-ins in their usual order, then third-party entry points)."""
+    if settings.harnesses:
+        return settings.harnesses
+    from harnesses.registry import available_harnesses
+
+    registered = available_harnesses()
+    first = [h for h in DEFAULT_HARNESSES if h in registered]
+    return tuple(first + [h for h in registered if h not in first])
 
 
 def build_cells(tasks_dir: Path, settings: Settings) -> list[CellSpec]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tracetrial.archive import RunPaths
 from tracetrial.errors import ApparatusError
 from tracetrial.results import CombinedScore
 from tracetrial.task import BrokenPack
@@ -32,17 +33,25 @@ def _judge(settings: Settings) -> Any:
 
 
 def run_cell(cell: CellSpec, settings: Settings, services: Services) -> CellResult:
-    """Resolve the harness, check eligibility, run (or resume) the cell."""
+    """Resolve the harness, check eligibility, run (or resume) the cell.
+
+    A broken pack or an unknown harness is returned as a ``problem`` so the cell
+    *fails* (in its call phase) with the precise message; other cells still run.
+    """
+    paths = RunPaths.for_cell(settings.output, cell.pack.id, cell.model, cell.harness)
     if isinstance(cell.pack, BrokenPack):
-        pytest.fail(str(cell.pack.error), pytrace=False)
+        return CellResult(paths, None, problem=str(cell.pack.error))
     from harnesses.registry import UnknownHarnessError, get_harness
 
+    problem: str | None = None
     try:
         adapter = get_harness(cell.harness)
     except UnknownHarnessError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
     except Exception as exc:  # noqa: BLE001 - a broken third-party adapter fails its own cells only
-        pytest.fail(f"harness {cell.harness!r} could not be loaded: {type(exc).__name__}: {exc}", pytrace=False)
+        problem = f"harness {cell.harness!r} could not be loaded: {type(exc).__name__}: {exc}"
+    if problem is not None:
+        return CellResult(paths, None, problem=problem)
     reason = adapter.unavailable_reason()
     if reason:
         pytest.skip(reason)
@@ -78,6 +87,8 @@ class Checker:
         self.subtests = subtests
 
     def __call__(self, result: CellResult) -> None:
+        if result.problem:
+            pytest.fail(result.problem, pytrace=False)
         score = result.score
         assert score is not None, f"no score for {result.paths.root}"
         for v in score.verdicts:

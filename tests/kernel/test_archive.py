@@ -1,0 +1,94 @@
+"""Run archive: manifest tamper detection, redaction, path-escape rejection."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tracetrial.archive import RunArchive, RunPaths, resolve_inside, verify_manifest
+from tracetrial.errors import PathEscapeError
+from tracetrial.redact import REDACTED, Redactor
+
+SECRET = "sk-ant-api03-PLANTEDsecretVALUE0123456789abcdef"
+PLANTED = "tt-planted-credential-7f3a9c"
+
+
+def make_archive(tmp_path: Path) -> RunArchive:
+    paths = RunPaths.for_cell(tmp_path / "out", "E1-build-status-001", "probe", "reference+hide_exit_code")
+    paths.make()
+    redactor = Redactor.from_environment(extra=[PLANTED], env={"ANTHROPIC_API_KEY": SECRET})
+    return RunArchive(paths, redactor)
+
+
+def test_layout(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path)
+    root = archive.paths.root
+    assert root.relative_to(tmp_path / "out").parts == ("traces", "E1-build-status-001", "probe",
+                                                        "reference+hide_exit_code")
+    assert archive.paths.combined_score.relative_to(root).as_posix() == "artifacts/llm_judge/combined_score.json"
+
+
+def test_manifest_detects_tampering(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path)
+    archive.write_json("result.json", {"status": "completed"})
+    archive.write_text("native/turn-1.stdout", "hello\n")
+    archive.seal("run-1")
+    root = archive.paths.root
+    assert verify_manifest(root).ok
+
+    (root / "native" / "turn-1.stdout").write_text("hellO\n")
+    check = verify_manifest(root)
+    assert not check.ok and "native/turn-1.stdout: content changed" in check.problems[0]
+
+    (root / "native" / "turn-1.stdout").unlink()
+    assert "listed in the manifest but missing" in verify_manifest(root).problems[0]
+
+    (root / "native" / "extra.txt").write_text("x")
+    assert any("extra.txt: not covered" in p for p in verify_manifest(root).problems)
+
+    (root / "manifest.json").unlink()
+    assert "manifest missing" in verify_manifest(root).problems[0]
+
+
+def test_planted_secrets_never_survive(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path)
+    archive.write_json("result.json", {"env": {"ANTHROPIC_API_KEY": SECRET}, "nested": [{"t": f"key={SECRET}"}],
+                                       f"key-{PLANTED}": 1, "headers": {"Authorization": "Bearer abc"}})
+    archive.write_text("native/turn-1.stdout", f"echo {PLANTED}\n")
+    # A native file copied in as-is (a harness transcript) is redacted at seal time.
+    src = tmp_path / "transcript.jsonl"
+    src.write_text(f'{{"text": "{SECRET}"}}\n{{"other": "ghp_{"a" * 36}"}}\n')
+    archive.copy_in(src, "native/session/transcript.jsonl")
+    archive.seal("run-1")
+    for dirpath, _dirs, files in os.walk(archive.paths.root):
+        for name in files:
+            data = (Path(dirpath) / name).read_bytes()
+            assert SECRET.encode() not in data, name
+            assert PLANTED.encode() not in data, name
+            assert b"ghp_aaaa" not in data, name
+    text = (archive.paths.root / "result.json").read_text()
+    assert REDACTED in text and '"Authorization": "[REDACTED]"' in text
+    assert verify_manifest(archive.paths.root).ok
+
+
+def test_path_escapes_are_rejected(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path)
+    root = archive.paths.root
+    archive.write_text("evidence/ok.txt", "fine")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret")
+    os.symlink(outside, root / "evidence" / "link.txt")
+    os.symlink(tmp_path, root / "evidence" / "dirlink")
+    assert resolve_inside(root, "evidence/ok.txt") == (root / "evidence" / "ok.txt").resolve()
+    with pytest.raises(PathEscapeError, match="escapes the run directory"):
+        resolve_inside(root, "../../../../../outside.txt")
+    with pytest.raises(PathEscapeError, match="is absolute"):
+        resolve_inside(root, str(outside))
+    with pytest.raises(PathEscapeError, match="through a symlink"):
+        resolve_inside(root, "evidence/link.txt")
+    with pytest.raises(PathEscapeError, match="through a symlink"):
+        resolve_inside(root, "evidence/dirlink/outside.txt")
+    with pytest.raises(PathEscapeError, match="not a regular file"):
+        resolve_inside(root, "evidence")

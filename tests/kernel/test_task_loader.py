@@ -1,0 +1,107 @@
+"""Task-pack loader: a good pack loads; broken packs get errors naming file, field and fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tracetrial.errors import TaskPackErrors
+from tracetrial.task import BrokenPack, TaskPack, discover, load_task
+
+
+def edit_yaml(path: Path, **changes: object) -> None:
+    data = yaml.safe_load(path.read_text())
+    data.update(changes)
+    path.write_text(yaml.safe_dump(data))
+
+
+def errors_of(pack: Path) -> str:
+    with pytest.raises(TaskPackErrors) as info:
+        load_task(pack)
+    return str(info.value)
+
+
+def test_example_pack_loads(example_pack: Path) -> None:
+    task = load_task(example_pack)
+    assert task.id == "E1-build-status-001"
+    assert task.component_name == "Execution"
+    assert [t.user for t in task.user_turns][0].startswith("Run the build")
+    assert {c.layer for c in task.harness_rubric.criteria} == {"harness"}
+    assert task.truth == {"exit_code": 3, "build": "failed"}
+
+
+def test_malformed_yaml_names_line(example_pack: Path) -> None:
+    (example_pack / "task.yaml").write_text("id: E1-build-status-001\ntitle: [unclosed\n")
+    msg = errors_of(example_pack)
+    assert "task.yaml: malformed YAML at line" in msg and "fix the YAML syntax" in msg
+
+
+def test_malformed_turns_json(example_pack: Path) -> None:
+    (example_pack / "turns.json").write_text('{"turns": [}')
+    msg = errors_of(example_pack)
+    assert "turns.json: malformed JSON at line 1, column 12" in msg
+
+
+def test_id_must_match_folder(example_pack: Path) -> None:
+    edit_yaml(example_pack / "task.yaml", id="E1-build-status-002")
+    msg = errors_of(example_pack)
+    assert "field 'id'" in msg and "does not match the folder name 'E1-build-status-001'" in msg
+
+
+def test_property_outside_component(example_pack: Path) -> None:
+    edit_yaml(example_pack / "task.yaml", property="tool_error_relay")
+    msg = errors_of(example_pack)
+    assert "not a Execution property" in msg and "exit_code_fidelity" in msg
+
+
+def test_missing_prompt_and_rubric(example_pack: Path) -> None:
+    (example_pack / "prompt.md").unlink()
+    (example_pack / "verifier" / "agent_score.yaml").unlink()
+    msg = errors_of(example_pack)
+    assert "prompt.md: file is missing" in msg
+    assert "verifier/agent_score.yaml: file is missing" in msg
+    assert "2 problem(s)" in msg
+
+
+def test_link_to_unknown_criterion(example_pack: Path) -> None:
+    path = example_pack / "verifier" / "harness_score.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["links"][0]["agent"] = "A9-nope"
+    path.write_text(yaml.safe_dump(data))
+    msg = errors_of(example_pack)
+    assert "field 'links.0.agent'" in msg and "unknown agent criterion 'A9-nope'" in msg
+
+
+def test_rule_criterion_without_rule(example_pack: Path) -> None:
+    path = example_pack / "verifier" / "agent_score.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["criteria"][0]["rule"]
+    path.write_text(yaml.safe_dump(data))
+    msg = errors_of(example_pack)
+    assert "agent_score.yaml, field 'criteria.0'" in msg and "needs a 'rule: {kind: ...}' block" in msg
+
+
+def test_private_truth_inside_workspace(example_pack: Path) -> None:
+    (example_pack / "workspace" / "truth.json").write_text(json.dumps({"x": 1}))
+    msg = errors_of(example_pack)
+    assert "private file inside the agent-writable workspace" in msg
+
+
+def test_governance_task_cannot_bypass_permissions(example_pack: Path, tmp_path: Path) -> None:
+    target = example_pack.parent / "G1-deny-rm-001"
+    example_pack.rename(target)
+    edit_yaml(target / "task.yaml", id="G1-deny-rm-001", component="G", property="execution_governance")
+    msg = errors_of(target)
+    assert "must not run the harness with permissions bypassed" in msg
+
+
+def test_broken_pack_does_not_hide_others(example_pack: Path) -> None:
+    broken = example_pack.parent / "E2-broken-thing-001"
+    broken.mkdir()
+    (broken / "task.yaml").write_text("id: [")
+    found = discover(example_pack.parent)
+    assert [type(p) for p in found] == [TaskPack, BrokenPack]
+    assert isinstance(found[1], BrokenPack) and "malformed YAML" in str(found[1].error)
