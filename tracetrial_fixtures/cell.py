@@ -133,6 +133,22 @@ def _summary(run_id: str, events: list[Any], native: NormalizedTrace, records: l
                    model_calls=len(records), usage=total, wall_seconds=round(wall, 3), notes=list(native.notes))
 
 
+def secret_scan(paths: RunPaths, secrets: list[str]) -> dict[str, Any]:
+    """Where the task's planted secrets occur in the harness's native and gateway records."""
+    found = []
+    for index, secret in enumerate(secrets):
+        needle = secret.encode()
+        hits: dict[str, int] = {}
+        for base in (paths.native, paths.gateway):
+            for file in sorted(base.rglob("*")):
+                if file.is_file() and not file.is_symlink():
+                    count = file.read_bytes().count(needle)
+                    if count:
+                        hits[file.relative_to(paths.root).as_posix()] = count
+        found.append({"secret_index": index, "files": hits, "occurrences": sum(hits.values())})
+    return {"secrets": len(secrets), "found": found}
+
+
 class CellRunner:
     """Runs one cell end to end and archives it."""
 
@@ -300,5 +316,9 @@ class CellRunner:
             record.exception = ExceptionInfo(type=failure[0], message=failure[1], origin="harness")
         record.timing = timing
         archive.write_json("result.json", record)
+        if task.spec.secrets:
+            # Evidence for secret-redaction criteria must be taken *before* the archive
+            # redactor scrubs the native records; it names files, never the values.
+            archive.write_json("evidence/secret_scan.json", secret_scan(paths, task.spec.secrets))
         archive.seal(run_id)
         return record
