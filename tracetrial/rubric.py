@@ -23,12 +23,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+EvidenceSource = Literal["trace", "gateway", "ledger", "workspace", "native", "verifier", "probe"]
+
+
+def _default_sources() -> list[EvidenceSource]:
+    return ["trace"]
+
+
 class EvidenceSelector(_Strict):
     """Which evidence a criterion reads (SPEC §8). Deterministic; bounded by ``max_records``."""
 
-    sources: list[Literal["trace", "gateway", "ledger", "workspace", "native", "verifier"]] = Field(
-        default_factory=lambda: ["trace"]
-    )
+    sources: list[EvidenceSource] = Field(default_factory=_default_sources)
     event_types: list[str] = Field(default_factory=list)
     fields: list[str] = Field(default_factory=list)
     match: list[str] = Field(default_factory=list, description="Literal keywords to match.")

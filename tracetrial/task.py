@@ -76,6 +76,13 @@ class PermissionSpec(_Strict):
     deny: list[str] = Field(default_factory=list, description="Abstract action patterns denied.")
 
 
+ToolNeed = Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user"]
+
+
+def _default_tools() -> list[ToolNeed]:
+    return ["shell"]
+
+
 class TaskSpec(_Strict):
     """``task.yaml``."""
 
@@ -88,9 +95,7 @@ class TaskSpec(_Strict):
     surface: Literal["workflow", "terminal", "coding"]
     conversation: Literal["single", "multi", "simulator"] = "single"
     budgets: Budgets = Field(default_factory=Budgets)
-    tools: list[Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user"]] = Field(
-        default_factory=lambda: ["shell"]
-    )
+    tools: list[ToolNeed] = Field(default_factory=_default_tools)
     simulators: list[SimulatorSpec] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
     permissions: PermissionSpec = Field(default_factory=PermissionSpec)
@@ -273,7 +278,9 @@ def load_task(root: Path) -> TaskPack:
     """Load and validate one pack; raise :class:`TaskPackErrors` listing every problem."""
     root = root.resolve()
     errors: list[TaskPackError] = []
-    rel = lambda name: _rel(root, root / name)  # noqa: E731
+
+    def rel(name: str) -> str:
+        return _rel(root, root / name)
 
     raw_spec = _read_yaml(root, "task.yaml", errors, required=True)
     spec: TaskSpec | None = None

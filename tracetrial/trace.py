@@ -27,11 +27,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     field_validator,
-    model_validator,
     model_serializer,
+    model_validator,
 )
-from pydantic.functional_serializers import SerializerFunctionWrapHandler
 
 SCHEMA_VERSION: Literal[1] = 1
 

@@ -49,7 +49,7 @@ def parse_event(data: Any, *, where: str = "event") -> EventBase:
         event = EVENT_ADAPTER.validate_python(data)
     except ValidationError as exc:
         raise TraceFileError(_describe(exc, f"{where} ({kind})", kind)) from None
-    return event  # type: ignore[return-value]
+    return event
 
 
 def check_sequence(events: Sequence[EventBase], *, where: str = "events") -> None:
