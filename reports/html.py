@@ -1,0 +1,190 @@
+"""``reports/report.html``: one static page, inline CSS, no script, no external asset.
+
+The heatmap PNG is embedded as base64 (it is also written next to the page).
+Cell rows link to the archive folders relative to the page:
+``../traces/<task>/<model>/<harness>/`` and its ``combined_score.json`` / ``events.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+from urllib.parse import quote
+
+from reports.schema import CellRow, CorpusSummary
+from reports.tables import NA, Table, all_tables, component_label, f1
+
+_CSS = """
+:root { --fg:#1d2330; --muted:#5b6475; --line:#d8dde6; --head:#eef1f6; --zebra:#f8f9fb; --accent:#2952a3; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+       color:var(--fg); background:#fff; }
+main { max-width:1280px; margin:0 auto; padding:20px 28px 60px; }
+h1 { font-size:22px; margin:0 0 4px; }
+h2 { font-size:17px; margin:30px 0 6px; padding-bottom:4px; border-bottom:2px solid var(--line); }
+h3 { font-size:15px; margin:0; display:inline; }
+p.caption { color:var(--muted); margin:2px 0 8px; font-size:13px; max-width:1000px; }
+.badge { display:inline-block; padding:2px 10px; border-radius:12px; font-weight:600; font-size:13px;
+         background:#e3ecff; color:#1c3f8f; border:1px solid #b8cbf5; }
+.badge.live { background:#fff1dc; color:#8a4b00; border-color:#f0cf9c; }
+.badge.mixed { background:#ffe3e3; color:#8f1c1c; border-color:#f0a9a9; }
+nav { margin:10px 0 0; font-size:13px; display:flex; flex-wrap:wrap; gap:4px 14px; }
+nav a { color:var(--accent); text-decoration:none; white-space:nowrap; }
+.scroll { overflow-x:auto; max-width:100%; }
+table { border-collapse:collapse; margin:4px 0 4px; font-size:13px; }
+th, td { border:1px solid var(--line); padding:4px 8px; text-align:left; vertical-align:top;
+         white-space:nowrap; }
+td.wrap { white-space:normal; min-width:260px; }
+th { background:var(--head); font-weight:600; position:sticky; top:0; z-index:1; }
+tbody tr:nth-child(even) td { background:var(--zebra); }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+tr.total td { font-weight:600; border-top:2px solid #9aa3b5; }
+table.kv td:first-child { font-weight:600; background:var(--head); white-space:nowrap; }
+td.heat { color:#111; }
+td.ids, td.reason { white-space:normal; min-width:200px; max-width:420px; word-break:break-word; }
+td.ids { font-family:ui-monospace,"DejaVu Sans Mono",monospace; font-size:12px; }
+td.links a { color:var(--accent); margin-right:6px; }
+.status-apparatus_invalid, .status-not_scored { color:#a01818; font-weight:600; }
+.status-unsupported, .status-non_comparable { color:#8a5a00; font-weight:600; }
+details { margin:6px 0; border:1px solid var(--line); border-radius:6px; padding:6px 10px; }
+details[open] { padding-bottom:10px; }
+summary { cursor:pointer; }
+img.heatmap { max-width:100%; height:auto; border:1px solid var(--line); }
+ul.problems { color:#8f1c1c; font-size:13px; }
+"""
+
+
+def _heat_style(v: float) -> str:
+    hue = max(0.0, min(100.0, v)) * 1.2
+    return f' style="background:hsl({hue:.0f},65%,82%)"'
+
+
+def table_html(t: Table) -> str:
+    """One table with heading and caption (the headline is a key/value table)."""
+    out = [f'<h2 id="{t.key}">{escape(t.title)}</h2>']
+    if t.caption:
+        out.append(f'<p class="caption">{escape(t.caption)}</p>')
+    if not t.rows:
+        out.append('<p class="caption">none</p>')
+        return "\n".join(out)
+    cls = ' class="kv"' if t.key == "headline" else ""
+    out.append(f'<div class="scroll"><table{cls}>')
+    if t.key != "headline":
+        heads = "".join(f'<th{" class=num" if i in t.numeric else ""}>{escape(h)}</th>'
+                        for i, h in enumerate(t.headers))
+        out.append(f"<thead><tr>{heads}</tr></thead>")
+    out.append("<tbody>")
+    for r, row in enumerate(t.rows):
+        total = ' class="total"' if row and row[0] == "All" else ""
+        cells = []
+        for c, text in enumerate(row):
+            classes = []
+            if c in t.numeric:
+                classes.append("num")
+            if c in t.wrap:
+                classes.append("wrap")
+            style = ""
+            if (r, c) in t.heat:
+                classes.append("heat")
+                style = _heat_style(t.heat[(r, c)])
+            if t.key == "excluded" and c == 3:
+                classes.append(f"status-{text}")
+            attr = f' class="{" ".join(classes)}"' if classes else ""
+            cells.append(f"<td{attr}{style}>{escape(text)}</td>")
+        out.append(f"<tr{total}>{''.join(cells)}</tr>")
+    out.append("</tbody></table></div>")
+    return "\n".join(out)
+
+
+def _href(path: str, leaf: str = "") -> str:
+    return escape(quote(f"../{path}/{leaf}", safe="/+-_.=~"))
+
+
+def _cell_row(c: CellRow) -> str:
+    links = f'<a href="{_href(c.path)}">folder</a>'
+    if c.status in ("measured", "apparatus_invalid"):
+        links += f'<a href="{_href(c.path, "artifacts/llm_judge/combined_score.json")}">combined_score.json</a>'
+    links += f'<a href="{_href(c.path, "events.json")}">events.json</a>'
+    lead = (f"<tr><td>{escape(c.task_id)}</td><td title=\"{escape(component_label(c.component))}\">"
+            f"{escape(c.component)}</td><td>{escape(c.model)}</td>")
+    if c.status != "measured":
+        detail = f'<span class="status-{c.status}">{escape(c.status)}</span>: {escape(c.reason or "")}'
+        return (f'{lead}<td class="num">{NA}</td><td class="num">{NA}</td><td class="num">{NA}</td>'
+                f'<td colspan="2" class="reason">{detail}</td><td class="links">{links}</td></tr>')
+    heat = _heat_style(c.effective_score) if c.effective_score is not None else ""
+    gated = " (gated)" if c.S is not None and c.effective_score is not None and c.effective_score < c.S else ""
+    return (f'{lead}<td class="num">{f1(c.S_H)}</td><td class="num">{f1(c.S_A)}</td>'
+            f'<td class="num heat"{heat}>{f1(c.effective_score)}{gated}</td>'
+            f"<td>{escape(c.label or '')}</td><td class=\"ids\">{escape(', '.join(c.failed))}</td>"
+            f'<td class="links">{links}</td></tr>')
+
+
+#: Up to this many cells, the per-harness blocks start open.
+OPEN_CELLS_UP_TO = 200
+
+
+def _cell_order(c: CellRow) -> tuple[int, str, str]:
+    return ("CEGLOTV?".find(c.component), c.task_id, c.model)
+
+
+def cells_html(summary: CorpusSummary) -> str:
+    """Per-cell tables, one collapsible block per harness (open for small corpora)."""
+    by_harness: dict[str, list[CellRow]] = {}
+    for c in summary.cells:
+        by_harness.setdefault(c.harness, []).append(c)
+    intro = ('<p class="caption">Every task × model cell per harness, with links into the run archive '
+             "(relative to this page). S_H, S_A in 0–50; S after hard gates in 0–100. "
+             "Failed = not-passed criterion ids (unscored included).</p>")
+    out = ['<h2 id="cells">Cells</h2>', intro]
+    head = ('<thead><tr><th>Task</th><th>Comp.</th><th>Model</th><th class="num">S_H</th>'
+            '<th class="num">S_A</th><th class="num">S</th><th>Label</th><th>Failed criteria</th>'
+            "<th>Archive</th></tr></thead>")
+    opened = " open" if len(summary.cells) <= OPEN_CELLS_UP_TO else ""
+    for harness in sorted(by_harness):
+        rows = sorted(by_harness[harness], key=_cell_order)
+        measured = sum(1 for c in rows if c.status == "measured")
+        out.append(f"<details{opened}><summary><h3>{escape(harness)}</h3> — {len(rows)} cells, "
+                   f"{measured} measured</summary>")
+        out.append(f'<div class="scroll"><table>{head}<tbody>')
+        out.extend(_cell_row(c) for c in rows)
+        out.append("</tbody></table></div></details>")
+    return "\n".join(out)
+
+
+def render_html(summary: CorpusSummary, heatmap_png: bytes | None, heatmap_name: str = "heatmap.png") -> str:
+    """The whole ``report.html``; ``heatmap_png`` is embedded as a data URI when given."""
+    label = summary.protocol_label
+    badge_cls = "mixed" if label.startswith("mixed") else ("live" if label == "live" else "")
+    tables = all_tables(summary)
+    nav = "".join(f'<a href="#{t.key}">{escape(t.title)}</a>' for t in tables[1:])
+    nav += '<a href="#heatmap">Heatmap</a><a href="#cells">Cells</a>'
+    if heatmap_png is not None:
+        src = "data:image/png;base64," + base64.b64encode(heatmap_png).decode("ascii")
+        heat = (f'<h2 id="heatmap">Task × harness heatmap</h2><p class="caption">Effective S per cell '
+                f'(mean over models when several ran); grey = no measured run. Also saved as '
+                f'<a href="{escape(heatmap_name)}">{escape(heatmap_name)}</a>.</p>'
+                f'<img class="heatmap" alt="task by harness heatmap of S" src="{src}">')
+    else:
+        heat = '<h2 id="heatmap">Task × harness heatmap</h2><p class="caption">no measured runs</p>'
+    problems = ""
+    if summary.problems:
+        items = "".join(f"<li>{escape(p)}</li>" for p in summary.problems)
+        problems = f'<h2 id="problems">Consistency warnings ({len(summary.problems)})</h2><ul class="problems">{items}</ul>'
+    generated = f" · generated {escape(summary.generated_at)}" if summary.generated_at else ""
+    body = "\n".join(table_html(t) for t in tables)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>TraceTrial report ({escape(label)})</title>
+<style>{_CSS}</style></head>
+<body><main>
+<h1>TraceTrial report <span class="badge {badge_cls}">protocol: {escape(label)}</span></h1>
+<p class="caption">Harness reliability measured separately from the model. All rates ×100; — = not available
+(empty denominator). Scores from each run's artifacts/llm_judge/combined_score.json{generated}.</p>
+<nav>{nav}</nav>
+{body}
+{heat}
+{cells_html(summary)}
+{problems}
+</main></body></html>
+"""

@@ -1,0 +1,195 @@
+"""``reports/summary.json``: the corpus summary written to disk (pydantic v2).
+
+Every rate is a percentage (×100). A rate whose denominator is empty is
+``None`` ("not available"), never ``0``. :class:`Share` keeps the count and the
+denominator next to the percentage so every figure can be re-derived.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: How a cell entered (or did not enter) the measured population.
+CellStatus = Literal["measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored"]
+CELL_STATUSES: tuple[CellStatus, ...] = (
+    "measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Share(_Model):
+    """``count`` of ``of`` runs, and ``pct = 100·count/of`` (``None`` when ``of == 0``)."""
+
+    count: int
+    of: int
+    pct: float | None
+
+
+class CellCounts(_Model):
+    """Cells of a group by status; each cell is counted exactly once."""
+
+    total: int = 0
+    measured: int = 0
+    apparatus_invalid: int = 0
+    unsupported: int = 0
+    non_comparable: int = 0
+    not_scored: int = 0
+
+
+class States(_Model):
+    """The four exclusive states from the not-passed sets of both layers (SPEC §5).
+
+    A harness criterion is "not passed" when it is in the raw ``F_H`` or is
+    unscored (unscored is never a pass); likewise for the agent layer. The four
+    shares have the same denominator and sum to 100 %.
+    """
+
+    joint_clean: Share
+    h_only: Share
+    a_only: Share
+    joint_failure: Share
+
+
+class LinkRate(_Model):
+    """``J`` runs failing in both layers; ``L ⊆ J`` with ≥1 stored (activated) link."""
+
+    joint_failures: int
+    linked: int
+    pct: float | None = Field(description="100·L/J; None when J = 0.")
+
+
+class LinkActivation(_Model):
+    """Link activation per primary dimension (component letter) and pooled.
+
+    ``pooled`` is ``100·ΣL_d / ΣJ_d``, *not* the unweighted mean of the per-dimension rates.
+    """
+
+    by_component: dict[str, LinkRate]
+    pooled: LinkRate
+
+
+class AttributionTotals(_Model):
+    """SPEC §6 set sizes summed over measured runs."""
+
+    z_h_total: int = Field(description="Σ|Z_H| (harness failures not bypassed).")
+    runs_with_z_h: int
+    bypassed_total: int = Field(description="Σ|B|.")
+    activated_links_total: int = Field(description="Σ|L_act|.")
+    linked_agent_failures: int = Field(description="Σ|Z_A,linked|.")
+    unlinked_agent_failures: int = Field(description="Σ|Z_A \\ Z_A,linked|.")
+    runs_with_activated_link: Share
+    runs_with_unlinked_agent_failure: Share
+
+
+class Unscored(_Model):
+    """Unscored criteria (e.g. no judge): counted, never a pass, never dropped."""
+
+    harness_criteria: int
+    agent_criteria: int
+    runs_with_unscored: int
+
+
+class Resources(_Model):
+    """Mean recorded usage per run and the estimated agent cost (judge calls excluded).
+
+    Token means are over runs whose ``summary.json`` reports the counter; cost
+    means are over runs with usage *and* a price entry. ``None`` = unavailable.
+    """
+
+    runs_with_usage: int
+    runs_without_usage: int
+    mean_input_k: float | None
+    mean_output_k: float | None
+    mean_total_k: float | None
+    mean_reasoning_k: float | None = Field(description="Already inside output; shown, never added.")
+    runs_costed: int
+    mean_cost_usd: float | None
+    total_cost_usd: float | None
+    cost_note: str | None = Field(default=None, description="Why (part of) the cost is unavailable.")
+
+
+class GroupMetrics(_Model):
+    """SPEC §5 corpus metrics of one group of cells (overall, a harness, a model, …)."""
+
+    cells: CellCounts
+    runs: int = Field(description="Measured runs: the denominator of every rate below.")
+    agent_success: Share = Field(description="Runs with p_A = n_A.")
+    agent_score: float | None = Field(description="100 · mean(p_A/n_A).")
+    harness_macro: float | None = Field(description="100 · mean(p_H/n_H).")
+    harness_micro: float | None = Field(description="100 · Σp_H / Σn_H.")
+    agent_micro: float | None = Field(description="100 · Σp_A / Σn_A.")
+    overall: float | None = Field(description="mean(Agent Score, Harness Macro), unrounded inputs.")
+    clean: Share = Field(description="Runs where every criterion of both layers passed.")
+    mean_score: float | None = Field(description="Mean effective S (after hard gates), 0–100.")
+    harness_items_passed: int
+    harness_items_total: int
+    agent_items_passed: int
+    agent_items_total: int
+    gated_runs: int = Field(description="Runs whose effective score a hard gate lowered.")
+    unscored: Unscored
+    states: States
+    links: LinkActivation
+    attribution: AttributionTotals
+    labels: dict[str, int] = Field(description="Stored run labels of every scored cell (measured or "
+                                   "apparatus-invalid).")
+    resources: Resources
+
+
+class CellRow(_Model):
+    """One task × model × harness cell, as listed in the report."""
+
+    task_id: str
+    component: str
+    property: str | None
+    model: str
+    harness: str
+    protocol: str | None
+    status: CellStatus
+    reason: str | None
+    path: str = Field(description="Run folder relative to the output folder (posix).")
+    S_H: float | None = None
+    S_A: float | None = None
+    S: float | None = None
+    effective_score: float | None = None
+    label: str | None = None
+    failed: list[str] = Field(default_factory=list, description="Not-passed criterion ids.")
+    unscored: list[str] = Field(default_factory=list)
+    links: int = 0
+    cost_usd: float | None = None
+
+
+class PriceInfo(_Model):
+    """The frozen price catalogue used for the cost estimate."""
+
+    source: str | None
+    sha256: str | None
+    models_priced: list[str]
+    note: str | None = None
+    provenance: str | None = Field(default=None, description="The catalogue's own record of where "
+                                   "its prices come from (e.g. frozen_on, source).")
+
+
+class CorpusSummary(_Model):
+    """``reports/summary.json``."""
+
+    schema_: Literal["tt-report/1"] = Field(default="tt-report/1", alias="schema")
+    protocols: list[str]
+    protocol_label: str = Field(description="'probe', 'live', 'mixed: live, probe' or 'unknown'.")
+    judges: list[str]
+    overall: GroupMetrics
+    by_harness: dict[str, GroupMetrics]
+    by_model: dict[str, GroupMetrics]
+    by_component: dict[str, GroupMetrics]
+    by_harness_model: dict[str, dict[str, GroupMetrics]]
+    by_harness_component: dict[str, dict[str, GroupMetrics]]
+    cells: list[CellRow]
+    prices: PriceInfo
+    problems: list[str] = Field(default_factory=list, description="Consistency warnings.")
+    generated_at: str | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)

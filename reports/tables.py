@@ -1,0 +1,247 @@
+"""Report tables built from a :class:`CorpusSummary`, shared by Markdown and HTML.
+
+A :class:`Table` is plain strings; the renderers only lay them out. Numbers are
+rounded here, once: rates to one decimal, ``—`` for "not available".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from reports.schema import CorpusSummary, GroupMetrics, Share
+from tracetrial.taxonomy import COMPONENTS
+
+NA = "—"
+LABELS = ("clean", "harness_absorbed", "harness_caused", "agent_caused", "measurement_bypass", "apparatus_invalid")
+
+
+@dataclass
+class Table:
+    """A titled table: ``headers`` and ``rows`` of strings; ``numeric`` columns align right."""
+
+    key: str
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    numeric: set[int] = field(default_factory=set)
+    #: 0–100 values of (row, column) cells to colour in HTML.
+    heat: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: Columns of long text that may wrap in HTML (the others do not).
+    wrap: set[int] = field(default_factory=set)
+
+
+def f1(x: float | None) -> str:
+    return NA if x is None else f"{x:.1f}"
+
+
+def fk(x: float | None) -> str:
+    return NA if x is None else f"{x:,.1f}"
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "unavailable"
+    return f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def sh(s: Share) -> str:
+    return NA if s.pct is None else f"{s.pct:.1f} ({s.count})"
+
+
+def sh_long(s: Share) -> str:
+    return NA if s.pct is None else f"{s.pct:.1f} % ({s.count} of {s.of})"
+
+
+def component_label(letter: str) -> str:
+    return f"{COMPONENTS[letter]} ({letter})" if letter in COMPONENTS else letter
+
+
+_MAIN_HEADERS = ["Runs", "Agent success %", "Agent Score", "Harness Macro", "Harness Micro", "Overall",
+                 "Clean %", "Unscored H/A"]
+
+
+def _main_row(name: str, g: GroupMetrics) -> list[str]:
+    return [name, str(g.runs), sh(g.agent_success), f1(g.agent_score), f1(g.harness_macro),
+            f1(g.harness_micro), f1(g.overall), sh(g.clean),
+            f"{g.unscored.harness_criteria}/{g.unscored.agent_criteria}"]
+
+
+def _main_table(key: str, title: str, first: str, groups: dict[str, GroupMetrics], overall: GroupMetrics | None,
+                caption: str, label: Callable[[str], str] = str) -> Table:
+    rows = [_main_row(label(k), g) for k, g in groups.items()]
+    if overall is not None:
+        rows.append(_main_row("All", overall))
+    heat: dict[tuple[int, int], float] = {}
+    for i, (k, g) in enumerate(groups.items()):
+        for j, v in ((2, g.agent_success.pct), (3, g.agent_score), (4, g.harness_macro), (5, g.harness_micro),
+                     (6, g.overall), (7, g.clean.pct)):
+            if v is not None:
+                heat[(i, j)] = v
+    return Table(key, title, [first, *_MAIN_HEADERS], rows, caption, numeric=set(range(1, 9)), heat=heat)
+
+
+def headline(s: CorpusSummary) -> Table:
+    o = s.overall
+    c = o.cells
+    rows = [
+        ["Protocol", s.protocol_label],
+        ["Judge", ", ".join(s.judges) or "none (semantic criteria unscored)"],
+        ["Cells", (f"{c.total} total: {c.measured} measured, {c.apparatus_invalid} apparatus-invalid, "
+                   f"{c.unsupported} unsupported, {c.non_comparable} non-comparable, {c.not_scored} not scored")],
+        ["Agent items passed", f"{o.agent_items_passed:,} / {o.agent_items_total:,} ({f1(o.agent_micro)} %)"],
+        ["Harness items passed", f"{o.harness_items_passed:,} / {o.harness_items_total:,} ({f1(o.harness_micro)} %)"],
+        ["Agent task success", sh_long(o.agent_success)],
+        ["All criteria of both layers (clean)", sh_long(o.clean)],
+        ["Task success with ≥1 failed harness criterion (H-only)", sh_long(o.states.h_only)],
+        ["Mean S (after hard gates)", f1(o.mean_score) + (f"; {o.gated_runs} run(s) lowered by a hard gate"
+                                                           if o.gated_runs else "")],
+        ["Unscored criteria (harness / agent)", (f"{o.unscored.harness_criteria} / {o.unscored.agent_criteria} "
+                                                 f"in {o.unscored.runs_with_unscored} run(s), "
+                                                 "counted as not passed")],
+    ]
+    return Table("headline", "Corpus", ["", ""], rows, wrap={1})
+
+
+def per_harness(s: CorpusSummary) -> Table:
+    return _main_table("harness", "Per harness", "Harness", s.by_harness, s.overall,
+                       "Rates ×100 over measured runs. Agent Score / Harness Macro = mean of per-run p/n; "
+                       "Harness Micro = Σp_H/Σn_H; Overall = mean(Agent Score, Harness Macro); "
+                       "success and clean as % (count).")
+
+
+def per_model(s: CorpusSummary) -> Table:
+    return _main_table("model", "Per model", "Model", s.by_model, None, "All harnesses pooled.")
+
+
+def per_component(s: CorpusSummary) -> Table:
+    return _main_table("component", "Per component (primary dimension)", "Component", s.by_component, None,
+                       "Each task counted under its primary component.", label=component_label)
+
+
+def states(s: CorpusSummary) -> Table:
+    rows = []
+    for h, g in [*s.by_harness.items(), ("All", s.overall)]:
+        st = g.states
+        total = sum(x.pct or 0.0 for x in (st.joint_clean, st.h_only, st.a_only, st.joint_failure))
+        rows.append([h, str(g.runs), sh(st.joint_clean), sh(st.h_only), sh(st.a_only), sh(st.joint_failure),
+                     f"{total:.1f}" if g.runs else NA])
+    return Table("states", "Four exclusive states", ["Harness", "Runs", "Joint-clean", "H-only", "A-only",
+                                                     "Joint failure", "Sum %"], rows,
+                 "From the raw failed sets F_H and Z_A (an unscored criterion counts as not passed). "
+                 "H-only = task succeeded with ≥1 failed harness criterion.", numeric=set(range(1, 7)))
+
+
+def links(s: CorpusSummary) -> Table:
+    comps = sorted({d for g in s.by_harness.values() for d in g.links.by_component} |
+                   set(s.overall.links.by_component), key=lambda d: "CEGLOTV?".find(d))
+    rows = []
+    for h, g in [*s.by_harness.items(), ("All", s.overall)]:
+        row = [h]
+        for d in comps:
+            lr = g.links.by_component.get(d)
+            row.append(NA if lr is None or lr.pct is None else f"{lr.pct:.1f} ({lr.linked}/{lr.joint_failures})")
+        p = g.links.pooled
+        row.append(NA if p.pct is None else f"{p.pct:.1f} ({p.linked}/{p.joint_failures})")
+        rows.append(row)
+    return Table("links", "Link activation in joint failures",
+                 ["Harness", *[component_label(d) for d in comps], "Pooled"], rows,
+                 "Per primary dimension d: 100·|L_d|/|J_d| (L_d/J_d), J_d = runs failing in both layers, "
+                 "L_d = those with ≥1 activated candidate link (not a causal verdict). "
+                 "Pooled = 100·Σ|L_d|/Σ|J_d|, not the mean of the per-dimension rates.",
+                 numeric=set(range(1, len(comps) + 2)))
+
+
+def attribution(s: CorpusSummary) -> Table:
+    rows = []
+    for h, g in [*s.by_harness.items(), ("All", s.overall)]:
+        a = g.attribution
+        rows.append([h, str(a.z_h_total), str(a.runs_with_z_h), str(a.bypassed_total),
+                     str(a.activated_links_total), str(a.linked_agent_failures), str(a.unlinked_agent_failures),
+                     sh(a.runs_with_activated_link), sh(a.runs_with_unlinked_agent_failure)])
+    return Table("attribution", "Attribution sets",
+                 ["Harness", "Σ|Z_H|", "Runs Z_H≠∅", "Σ|B|", "Σ|L_act|", "Linked agent fail.",
+                  "Unlinked agent fail.", "Runs with link %", "Runs with unlinked %"], rows,
+                 "Z_H = F_H \\ B (bypassed observations removed); agent failures split by activated links.",
+                 numeric=set(range(1, 9)))
+
+
+def labels(s: CorpusSummary) -> Table:
+    rows = [[h, *[str(g.labels.get(lb, 0)) for lb in LABELS]] for h, g in [*s.by_harness.items(),
+                                                                         ("All", s.overall)]]
+    return Table("labels", "Run labels", ["Harness", *LABELS], rows,
+                 "Stored run labels (SPEC §6, first matching rule) of every scored cell, including "
+                 "not-admitted (apparatus_invalid) ones.", numeric=set(range(1, len(LABELS) + 1)))
+
+
+def _resource_rows(groups: dict[str, GroupMetrics]) -> list[list[str]]:
+    rows = []
+    for k, g in groups.items():
+        r = g.resources
+        rows.append([k, f"{r.runs_with_usage}/{g.runs}", fk(r.mean_input_k), fk(r.mean_output_k),
+                     fk(r.mean_total_k), usd(r.mean_cost_usd), f"{r.runs_costed}", r.cost_note or ""])
+    return rows
+
+
+_RES_HEADERS = ["Runs with usage", "Input k", "Output k", "Total k", "Mean USD", "Costed runs", "Note"]
+
+
+def resources(s: CorpusSummary) -> Table:
+    return Table("resources", "Resources per harness", ["Harness", *_RES_HEADERS],
+                 _resource_rows({**s.by_harness, "All": s.overall}),
+                 "Mean recorded agent usage per run (thousands of tokens; reasoning is inside output). "
+                 f"Estimated USD from the frozen price catalogue ({s.prices.source or 'none'}"
+                 + (f"; {s.prices.provenance}" if s.prices.provenance else "") + "), "
+                 "input split into plain, cache read and cache write; judge calls excluded.",
+                 numeric=set(range(1, 7)), wrap={7})
+
+
+def resources_by_model(s: CorpusSummary) -> Table:
+    return Table("resources_model", "Resources per model", ["Model", *_RES_HEADERS],
+                 _resource_rows(s.by_model), numeric=set(range(1, 7)), wrap={7})
+
+
+def _matrix(key: str, title: str, outer: dict[str, dict[str, GroupMetrics]], metric: str, caption: str,
+            inner_label: Callable[[str], str] = str) -> Table:
+    inner = sorted({k for g in outer.values() for k in g}, key=lambda k: ("CEGLOTV?".find(k), k))
+    rows: list[list[str]] = []
+    heat: dict[tuple[int, int], float] = {}
+    for i, (h, groups) in enumerate(outer.items()):
+        row = [h]
+        for j, k in enumerate(inner, start=1):
+            g = groups.get(k)
+            v = getattr(g, metric) if g is not None else None
+            if isinstance(v, Share):
+                v = v.pct
+            row.append(f1(v))
+            if v is not None:
+                heat[(i, j)] = v
+        rows.append(row)
+    return Table(key, title, ["Harness", *[inner_label(k) for k in inner]], rows, caption,
+                 numeric=set(range(1, len(inner) + 1)), heat=heat)
+
+
+def harness_by_component(s: CorpusSummary) -> Table:
+    return _matrix("harness_component", "Harness Macro by harness × component", s.by_harness_component,
+                   "harness_macro", "100 · mean p_H/n_H of the measured runs in each block.", component_label)
+
+
+def success_by_model(s: CorpusSummary) -> Table:
+    return _matrix("harness_model", "Agent success % by harness × model", s.by_harness_model, "agent_success",
+                   "Fixed-model comparison: each block is one harness on one model.")
+
+
+def excluded(s: CorpusSummary) -> Table:
+    rows = [[c.task_id, c.model, c.harness, c.status, c.reason or ""] for c in s.cells if c.status != "measured"]
+    return Table("excluded", f"Cells not in the measured population ({len(rows)})",
+                 ["Task", "Model", "Harness", "Status", "Reason"], rows,
+                 "Apparatus-invalid, unsupported, non-comparable and not-scored cells: counted, never dropped.",
+                 wrap={4})
+
+
+def all_tables(s: CorpusSummary) -> list[Table]:
+    """The summary tables in report order (the per-cell list is rendered separately)."""
+    return [headline(s), per_harness(s), states(s), links(s), attribution(s), labels(s), resources(s),
+            per_model(s), resources_by_model(s), per_component(s), harness_by_component(s),
+            success_by_model(s), excluded(s)]

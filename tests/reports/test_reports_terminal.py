@@ -1,0 +1,38 @@
+"""Terminal progress line and session summary table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reports.aggregate import aggregate, load_runs
+from reports.synthetic import make_combined
+from reports.terminal import progress_line, summary_table
+
+
+def test_progress_line_names_cell_scores_failed_ids_and_label() -> None:
+    cs = make_combined("E1-exit-code-001", "probe", "codex", {"H1": False, "H2": True, "H3": None},
+                       {"A1": False, "A2": True}, links=[("H1", "A1")])
+    line = progress_line(cs)
+    assert line.startswith("E1-exit-code-001 codex probe")
+    assert "S_H 16.7 S_A 25.0 S 41.7" in line
+    assert "failed H1,H3?,A1" in line
+    assert line.endswith("harness_caused")
+
+
+def test_progress_line_gated_and_not_admitted() -> None:
+    gated = make_combined("E1-x-001", "m", "h", {"H1": True}, {"A1": True}, effective_score=0.0)
+    assert "S 0.0 (gated from 100.0)" in progress_line(gated) and "failed none" in progress_line(gated)
+    bad = make_combined("E1-x-001", "m", "h", {"H1": True}, {"A1": True}, admitted=False)
+    assert "NOT ADMITTED" in progress_line(bad)
+
+
+def test_summary_table_per_harness(corpus_dir: Path) -> None:
+    lines = summary_table(aggregate(load_runs(corpus_dir)))
+    assert lines[0] == "TraceTrial corpus (protocol: probe)"
+    assert lines[1].split()[:2] == ["harness", "cells"]
+    rows = {ln.split()[0]: ln for ln in lines[3:6]}
+    assert rows["hA"].split() == ["hA", "5", "4", "(1", "excl.)", "50.0", "81.2", "25.0", "0/0"]
+    assert rows["hB"].split()[-4:] == ["25.0", "35.4", "0.0", "1/0"]
+    assert rows["all"].split()[1] == "11"
+    assert lines[-1].startswith("excluded cells: 1 apparatus-invalid, 1 unsupported, 0 non-comparable, 1 not scored")
+    assert len({len(ln) for ln in lines[1:6]}) == 1          # aligned columns
