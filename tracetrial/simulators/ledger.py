@@ -25,9 +25,9 @@ import fcntl
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -66,7 +66,7 @@ def read_head(ledger: Path) -> str | None:
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -88,7 +88,7 @@ def _write_head(ledger: Path, digest: str) -> None:
     _fsync_dir(target.parent)
 
 
-def _last_line(fh: Any, size: int) -> bytes:
+def _last_line(fh: BinaryIO, size: int) -> bytes:
     """The last complete line of an open binary file of ``size`` bytes (without newline)."""
     chunk = 4096
     while True:

@@ -1,0 +1,60 @@
+"""Per-cell eligibility from the task's needs and the harness's declared capabilities."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from harnesses.base import HarnessCapabilities
+from tracetrial.simulators import eligibility
+from tracetrial.task import PermissionSpec, TaskPack, Turn, Turns
+
+FULL = HarnessCapabilities(mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=True,
+                           native_permissions=True)
+
+
+def _task(pack: TaskPack, **spec: Any) -> TaskPack:
+    return replace(pack, spec=pack.spec.model_copy(update=spec))
+
+
+def test_fully_capable_harness_is_eligible(pack: TaskPack) -> None:
+    assert eligibility(pack, FULL) == ("eligible", None)
+
+
+def test_harness_without_mcp_is_unsupported(pack: TaskPack) -> None:
+    status, reason = eligibility(pack, FULL.model_copy(update={"mcp": False}))
+    assert status == "unsupported"
+    assert reason == "the task's tools are MCP simulators (tickets) but the harness cannot load MCP servers"
+
+
+def test_ask_user_needed_as_a_means_is_unsupported(pack: TaskPack) -> None:
+    status, reason = eligibility(pack, FULL.model_copy(update={"ask_user": False}))
+    assert status == "unsupported"
+    assert reason is not None and "has no structured ask-user (clarification) channel" in reason
+
+
+def test_missing_target_capability_is_the_measured_result(pack: TaskPack) -> None:
+    task = _task(pack, property="structured_user_clarification_channel")
+    status, reason = eligibility(task, FULL.model_copy(update={"ask_user": False}))
+    assert status == "eligible"
+    assert reason is not None and "absence is the measured result" in reason
+
+
+def test_several_missing_capabilities_are_all_named(pack: TaskPack) -> None:
+    task = replace(_task(pack, tools=["shell", "subagent"], simulators=[], conversation="multi"),
+                   turns=Turns(turns=[Turn(user="go on", session_boundary={"kind": "new_session"})]))
+    caps = HarnessCapabilities(mcp=False, multi_turn=False, new_session=False, subagents=False)
+    status, reason = eligibility(task, caps)
+    assert status == "unsupported"
+    assert reason == ("the task delegates to sub-agents but the harness cannot spawn sub-agents; "
+                      "the task is a multi-turn conversation but the harness cannot continue a "
+                      "conversation over several user turns; the task's turns declare a new_session "
+                      "boundary but the harness cannot start a new session on the same workspace")
+
+
+def test_native_deny_policy_without_native_permissions_is_non_comparable(pack: TaskPack) -> None:
+    task = _task(pack, permissions=PermissionSpec(mode="native", deny=["shell:rm -rf *"]))
+    status, reason = eligibility(task, FULL.model_copy(update={"native_permissions": False}))
+    assert status == "non_comparable"
+    assert reason is not None and "['shell:rm -rf *']" in reason
+    assert eligibility(task, FULL)[0] == "eligible"
