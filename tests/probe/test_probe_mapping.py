@@ -1,0 +1,183 @@
+"""Action → tool mapping against real tool declarations (captured from Claude Code 2.1.220 and
+Codex 0.145.0; documented shapes for OpenClaw and DeepSeek Harness), and the shell fallbacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from probe_http import FIXTURES, SimHarness, fixture_tools
+
+from tracetrial.policy import (
+    ask_user,
+    call_tool,
+    edit_file,
+    native_tool,
+    read_file,
+    shell,
+    spawn_subagent,
+    wait,
+    write_file,
+)
+from tracetrial.probe.mapping import plan_action, shell_edit, shell_write
+from tracetrial.probe.tools import Inventory, parse_tools
+
+FORMATS = {"claude_code-2.1.220.main.json": "anthropic", "claude_code-2.1.220.subagent.json": "anthropic",
+           "codex-0.145.0.json": "responses", "openclaw-2026.6.9.documented.json": "chat",
+           "openclaw-2026.6.9.direct-mcp.documented.json": "chat", "deepseek-0.1.0rc6.documented.json": "chat",
+           "reference.json": "chat"}
+
+
+def inventory(fixture: str) -> Inventory:
+    return Inventory(parse_tools(FORMATS[fixture], fixture_tools(fixture)))
+
+
+def mapped(fixture: str, action, cwd: str | None = None) -> list[tuple[str, object]]:
+    plan = plan_action(action, inventory(fixture), cwd)
+    return [(c.display, c.arguments) for c in plan.calls]
+
+
+def test_fixtures_are_labelled():
+    for name in FORMATS:
+        doc = json.loads((FIXTURES / name).read_text())
+        assert doc["shape"] in ("captured", "documented") and doc["tools"]
+        assert (doc["shape"] == "documented") == ("documented" in name)
+        assert "DOCUMENTED-SHAPE" in doc.get("note", "DOCUMENTED-SHAPE") or doc["shape"] == "captured"
+
+
+CLAUDE = "claude_code-2.1.220.main.json"
+CODEX = "codex-0.145.0.json"
+OPENCLAW = "openclaw-2026.6.9.documented.json"
+OPENCLAW_DIRECT = "openclaw-2026.6.9.direct-mcp.documented.json"
+DEEPSEEK = "deepseek-0.1.0rc6.documented.json"
+REFERENCE = "reference.json"
+
+
+@pytest.mark.parametrize("fixture,action,expected", [
+    # shell
+    (CLAUDE, shell("make", timeout_s=2.5), [("Bash", {"command": "make", "timeout": 2500})]),
+    (CODEX, shell("make"), [("exec_command", {"cmd": "make"})]),
+    (OPENCLAW, shell("make", timeout_s=30), [("exec", {"command": "make", "timeout": 30})]),
+    (DEEPSEEK, shell("make"), [("bash", {"command": "make", "description": "Run: make"})]),
+    # file tools
+    (CLAUDE, read_file("/w/a.txt"), [("Read", {"file_path": "/w/a.txt"})]),
+    (CLAUDE, write_file("/w/a.txt", "hi"), [("Write", {"file_path": "/w/a.txt", "content": "hi"})]),
+    (CLAUDE, edit_file("/w/a.txt", "a", "b"), [("Edit", {"file_path": "/w/a.txt", "old_string": "a",
+                                                         "new_string": "b"})]),
+    (OPENCLAW, read_file("a.txt"), [("read", {"path": "a.txt"})]),
+    (OPENCLAW, write_file("a.txt", "hi"), [("write", {"path": "a.txt", "content": "hi"})]),
+    (OPENCLAW, edit_file("a.txt", "a", "b"), [("edit", {"path": "a.txt", "oldText": "a", "newText": "b"})]),
+    (CODEX, read_file("a b.txt"), [("exec_command", {"cmd": "cat -- 'a b.txt'"})]),
+    (DEEPSEEK, read_file("a.txt"), [("bash", {"command": "cat -- a.txt", "description": "Run: cat -- a.txt"})]),
+    # MCP task tools
+    (CLAUDE, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
+     [("mcp__tickets__get_ticket", {"ticket_id": "T-1"})]),
+    (CODEX, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
+     [("mcp__tickets/get_ticket", {"ticket_id": "T-1"})]),
+    (OPENCLAW_DIRECT, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
+     [("tickets__get_ticket", {"ticket_id": "T-1"})]),
+    (OPENCLAW, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
+     [("tool_search", {"query": "get_ticket"}), ("tool_call", {"id": "tickets__get_ticket",
+                                                              "args": {"ticket_id": "T-1"}})]),
+    # sub-agents
+    (CLAUDE, spawn_subagent("count", "Count files."),
+     [("Agent", {"description": "count", "prompt": "Count files.", "run_in_background": False})]),
+    (CODEX, spawn_subagent("count", "Count files."), [("multi_agent_v1/spawn_agent", {"message": "Count files."})]),
+    # the reference harness (Chat Completions)
+    (REFERENCE, shell("make", timeout_s=30), [("shell", {"command": "make", "timeout_s": 30})]),
+    (REFERENCE, read_file("a.txt"), [("read_file", {"path": "a.txt"})]),
+    (REFERENCE, write_file("a.txt", "hi"), [("write_file", {"path": "a.txt", "content": "hi"})]),
+    (REFERENCE, edit_file("a.txt", "a", "b"), [("edit_file", {"path": "a.txt", "old_string": "a",
+                                                              "new_string": "b"})]),
+    (REFERENCE, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
+     [("mcp__tickets__get_ticket", {"ticket_id": "T-1"})]),
+    (REFERENCE, spawn_subagent("count", "Count files.", background=True),
+     [("spawn_subagent", {"description": "count", "prompt": "Count files.", "background": True})]),
+    (REFERENCE, ask_user("Which region?"), [("ask_user", {"question": "Which region?"})]),
+    # wait and native escape hatch
+    (CLAUDE, wait(2), [("Bash", {"command": "sleep 2"})]),
+    (CODEX, native_tool("write_stdin", {"session_id": 7, "chars": ""}),
+     [("write_stdin", {"session_id": 7, "chars": ""})]),
+])
+def test_action_maps_to_declared_tool(fixture, action, expected):
+    assert mapped(fixture, action) == expected
+
+
+def test_codex_namespaced_call_keeps_namespace_and_short_name():
+    plan = plan_action(call_tool("tickets", "export_tickets", {"snapshot": "s1"}), inventory(CODEX))
+    tool = plan.calls[0].tool
+    assert (tool.namespace, tool.name) == ("mcp__tickets", "export_tickets")
+
+
+def test_codex_ask_user_fills_the_nested_schema():
+    [(name, args)] = mapped(CODEX, ask_user("Which region should I deploy to?"))
+    assert name == "request_user_input"
+    q = args["questions"][0]
+    assert q["question"] == "Which region should I deploy to?"
+    assert set(q) >= {"id", "header", "question", "options"} and len(q["header"]) <= 12
+    assert set(q["options"][0]) == {"label", "description"}
+
+
+def test_claude_relative_paths_become_absolute():
+    plan = plan_action(read_file("notes/a.txt"), inventory(CLAUDE), cwd="/work/ws")
+    assert plan.calls[0].arguments == {"file_path": "/work/ws/notes/a.txt"}
+    assert "made absolute" in plan.notes[0]
+
+
+def test_subagent_declarations_differ_from_the_parent():
+    child = inventory("claude_code-2.1.220.subagent.json")
+    assert len(child.tools) < len(inventory(CLAUDE).tools)
+    assert [c.display for c in plan_action(shell("ls"), child).calls] == ["Bash"]
+
+
+@pytest.mark.parametrize("fixture,action,needed", [
+    (CLAUDE, ask_user("?"), "ask-user"),
+    (DEEPSEEK, call_tool("tickets", "get_ticket", {}), "MCP tool 'get_ticket'"),
+    (DEEPSEEK, spawn_subagent("d", "p"), "sub-agent tool"),
+    (OPENCLAW, spawn_subagent("d", "p"), "sub-agent tool"),
+    (OPENCLAW_DIRECT, ask_user("?"), "ask-user"),
+])
+def test_absent_capabilities(fixture, action, needed):
+    plan = plan_action(action, inventory(fixture))
+    assert plan.absent and needed in (plan.needed or "")
+
+
+def test_absent_capability_is_recorded_not_a_crash(probe, write_policy, run_id):
+    probe.register_run(run_id, write_policy("""
+        from tracetrial.policy import call_tool, final
+
+        def policy(turn):
+            obs = yield call_tool("tickets", "get_ticket", {"ticket_id": "T-1"})
+            yield final("absent" if obs.absent else "present: " + obs.text)
+    """))
+    sim = SimHarness("chat", probe.run_url(run_id), fixture_tools(DEEPSEEK))
+    outs = sim.run("look up T-1", lambda o: ("", None))
+    assert [o.text for o in outs] == ["absent"]  # no tool call was sent, the policy saw absent=True
+    report = probe.finish_run(run_id)
+    [absent] = report.absent_capabilities
+    assert absent.action == "call_tool" and "get_ticket" in absent.needed
+    assert absent.declared_tools == ["bash", "job_kill", "job_list", "job_output", "skill"]
+    assert report.apparatus_errors == []
+
+
+# --------------------------------------------------------------------------- shell fallbacks, executed
+
+
+TRICKY = "line 1 with 'quotes' and \"double\" $HOME `tick`\nTT_EOF_x\n\nünïcode ✓\nno newline at end"
+
+
+def test_shell_write_fallback_keeps_bytes(tmp_path):
+    cmd = shell_write("sub/dir/out.txt", TRICKY)
+    subprocess.run(["bash", "-c", cmd], cwd=tmp_path, check=True)
+    assert (tmp_path / "sub/dir/out.txt").read_text(encoding="utf-8") == TRICKY
+
+
+def test_shell_edit_fallback_replaces_once_and_refuses_ambiguity(tmp_path):
+    target = tmp_path / "f.txt"
+    target.write_text("a\r\nOLD 'x'\nrest OLD2 OLD3", encoding="utf-8")
+    subprocess.run(["bash", "-c", shell_edit("f.txt", "OLD 'x'\n", "NEW \"y\"\n")], cwd=tmp_path, check=True)
+    assert target.read_bytes() == b"a\r\nNEW \"y\"\nrest OLD2 OLD3"
+    res = subprocess.run(["bash", "-c", shell_edit("f.txt", "OLD", "z")], cwd=tmp_path, capture_output=True,
+                         text=True, check=False)
+    assert res.returncode != 0 and "expected exactly one occurrence" in res.stderr

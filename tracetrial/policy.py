@@ -1,0 +1,378 @@
+"""The probe-policy API: how a task pack scripts the ideal agent.
+
+A task's ``probe_policy.py`` defines ``policy(turn)``, a generator that is run
+once per user turn. It *yields* abstract actions and *receives* an
+:class:`Observation` for each one, exactly as the harness delivered the result
+to the model. The probe server (:mod:`tracetrial.probe`) maps every action to
+the tool the harness actually declared in that request (``Bash``,
+``exec_command``, ``exec``, ``bash``, ``mcp__srv__tool`` …), so one policy
+drives every harness.
+
+Example ``tasks/E1-build-status-001/probe_policy.py``::
+
+    from tracetrial.policy import final, read_file, shell, write_file
+
+    PROBE_OPTIONS = {"report_usage_tokens": None}   # optional, see ProbeOptions
+
+    def policy(turn):
+        if turn.index == 1:
+            build = yield shell("./build.sh", timeout_s=60)
+            status = "failed" if build.is_error or "exit code" in build.text.lower() else "ok"
+            yield write_file("status.json", '{"build": "%s"}' % status)
+            yield final(f"Build {status}.")
+        else:
+            code = turn.find(r"release code: (\\w+)")      # only facts the model was shown
+            yield final(f"The code is {code}.")
+
+    def subagent_policy(prompt_text):                   # optional: child agents
+        yield final("child result: " + prompt_text[-20:])
+
+Rules (TASK_GUIDE rule 5): a policy reacts only to what it is shown, i.e. the
+observations it receives and ``turn.history_text``; it never embeds private
+values. The probe replays the generator from the start on every model request,
+so a policy must be a deterministic function of its observations and of
+``turn`` (no clocks, no randomness, no I/O). During replay ``turn`` shows the
+history *as it was when each step was decided*, so ``turn.find`` is stable.
+
+Optional hooks in ``probe_policy.py``:
+
+* ``subagent_policy(prompt_text)``: generator for a child agent's requests; it
+  receives the delegated prompt as a string (or the child's :class:`Turn` if
+  its first parameter is named ``turn``). Without it a child answers
+  ``final("Done: <prompt>")``.
+* ``compaction_summary(turn) -> str``: the text answered to a harness
+  compaction request (default: a restatement of the visible facts).
+* ``PROBE_OPTIONS``: a dict validated by :class:`tracetrial.probe.ProbeOptions`
+  (``report_usage_tokens``, ``provider_error``, ``turns``).
+
+After ``final(...)`` the turn is over. If the harness comes back in the same
+turn (e.g. a background-task notification), the generator is resumed with an
+observation of ``kind == "notification"``; a generator that has ended answers
+such requests by repeating its final text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+__all__ = [
+    "Action", "AskUser", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
+    "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "Wait", "WriteFile",
+    "ask_user", "call_tool", "edit_file", "final", "native_tool", "read_file", "shell",
+    "spawn_subagent", "wait", "write_file",
+]
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class Action:
+    """Base of every abstract action a policy can yield."""
+
+    kind: ClassVar[str] = "action"
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-safe form, used in the probe report and to check replay determinism."""
+        out: dict[str, Any] = {"kind": self.kind}
+        out.update({k: v for k, v in self.__dict__.items()})
+        return out
+
+
+@dataclass(frozen=True)
+class Shell(Action):
+    """Run a shell command. ``timeout_s`` is passed to the harness when its tool has a timeout field."""
+
+    kind: ClassVar[str] = "shell"
+    command: str
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ReadFile(Action):
+    """Read a file (file tool if declared, else ``cat`` through the shell tool)."""
+
+    kind: ClassVar[str] = "read_file"
+    path: str
+
+
+@dataclass(frozen=True)
+class WriteFile(Action):
+    """Write a whole file (file tool if declared, else ``printf`` through the shell tool)."""
+
+    kind: ClassVar[str] = "write_file"
+    path: str
+    content: str
+
+
+@dataclass(frozen=True)
+class EditFile(Action):
+    """Replace the one occurrence of ``old`` with ``new`` (file tool, else a python one-off via shell)."""
+
+    kind: ClassVar[str] = "edit_file"
+    path: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class CallTool(Action):
+    """Call MCP tool ``tool`` of server ``server``; ``arguments`` are sent verbatim."""
+
+    kind: ClassVar[str] = "call_tool"
+    server: str
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "server": self.server, "tool": self.tool, "arguments": dict(self.arguments)}
+
+
+@dataclass(frozen=True)
+class SpawnSubagent(Action):
+    """Delegate ``prompt`` to a child agent through the harness's sub-agent tool."""
+
+    kind: ClassVar[str] = "spawn_subagent"
+    description: str
+    prompt: str
+    background: bool = False
+
+
+@dataclass(frozen=True)
+class AskUser(Action):
+    """Ask the user through a declared ask-user tool (absent capability if none is declared)."""
+
+    kind: ClassVar[str] = "ask_user"
+    question: str
+
+
+@dataclass(frozen=True)
+class Wait(Action):
+    """Wait ``seconds`` (realised as ``sleep`` through the shell tool)."""
+
+    kind: ClassVar[str] = "wait"
+    seconds: float
+
+
+@dataclass(frozen=True)
+class NativeTool(Action):
+    """Escape hatch: call a declared tool by its exact wire name with verbatim ``arguments``.
+
+    For Codex namespaced tools use ``"<namespace>/<name>"`` (e.g. ``"mcp__tickets/get_ticket"``).
+    Use it for harness-specific polling (Codex ``write_stdin``, Claude ``TaskOutput`` …).
+    """
+
+    kind: ClassVar[str] = "native_tool"
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "arguments": dict(self.arguments)}
+
+
+@dataclass(frozen=True)
+class Final(Action):
+    """End the turn with this assistant text."""
+
+    kind: ClassVar[str] = "final"
+    text: str
+
+
+def shell(command: str, timeout_s: float | None = None) -> Shell:
+    """Run ``command`` in the harness's shell tool."""
+    return Shell(command, timeout_s)
+
+
+def read_file(path: str) -> ReadFile:
+    """Read ``path``."""
+    return ReadFile(path)
+
+
+def write_file(path: str, content: str) -> WriteFile:
+    """Write ``content`` to ``path`` (whole file)."""
+    return WriteFile(path, content)
+
+
+def edit_file(path: str, old: str, new: str) -> EditFile:
+    """Replace the single occurrence of ``old`` in ``path`` by ``new``."""
+    return EditFile(path, old, new)
+
+
+def call_tool(server: str, tool: str, arguments: Mapping[str, Any] | None = None) -> CallTool:
+    """Call MCP ``tool`` on ``server`` with ``arguments`` (sent verbatim)."""
+    return CallTool(server, tool, dict(arguments or {}))
+
+
+def spawn_subagent(description: str, prompt: str, background: bool = False) -> SpawnSubagent:
+    """Start a child agent with ``prompt``; ``background=True`` asks for an asynchronous child."""
+    return SpawnSubagent(description, prompt, background)
+
+
+def ask_user(question: str) -> AskUser:
+    """Ask the user ``question`` through the harness's clarification channel."""
+    return AskUser(question)
+
+
+def wait(seconds: float) -> Wait:
+    """Let ``seconds`` pass (``sleep`` through the shell tool)."""
+    return Wait(seconds)
+
+
+def native_tool(name: str, arguments: Mapping[str, Any] | None = None) -> NativeTool:
+    """Call the declared tool ``name`` verbatim (harness-specific escape hatch)."""
+    return NativeTool(name, dict(arguments or {}))
+
+
+def final(text: str) -> Final:
+    """End the turn, answering ``text``."""
+    return Final(text)
+
+
+# --------------------------------------------------------------------------- observations
+
+ObservationKind = Literal["tool_result", "absent", "missing", "notification"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the model was shown for one action.
+
+    Attributes:
+        text: the result text exactly as the harness delivered it (a list of
+            text blocks is joined with ``"\\n"``; ``raw`` keeps the original).
+        is_error: the error flag as delivered; ``None`` when the wire format or
+            harness sends none (Codex, Chat Completions).
+        absent: the harness declared no tool for this action (recorded as an
+            absent capability in the probe report).
+        raw: the native result object (content blocks, output item, message).
+        kind: ``tool_result`` | ``absent`` | ``missing`` (the call was made but no
+            result came back) | ``notification`` (new user-role text after ``final``).
+        tool: the wire tool name the action was mapped to.
+        call_id: the probe's call id for this action.
+        visible: the result is still in the current request's history (``False``
+            after compaction rewrote it: the observation then comes from the run's
+            memory of what the model was shown earlier).
+    """
+
+    text: str = ""
+    is_error: bool | None = None
+    absent: bool = False
+    raw: Any = None
+    kind: ObservationKind = "tool_result"
+    tool: str | None = None
+    call_id: str | None = None
+    visible: bool = True
+
+    @property
+    def missing(self) -> bool:
+        """The harness never delivered a result for the call."""
+        return self.kind == "missing"
+
+    @property
+    def ok(self) -> bool:
+        """A delivered result not flagged as an error (says nothing about exit codes in the text)."""
+        return self.kind == "tool_result" and not self.is_error
+
+    def find(self, pattern: str, group: int | str = 1, default: str | None = None, flags: int = 0) -> str | None:
+        """Last match of ``pattern`` in :attr:`text` (its ``group``, or the whole match if it has no groups)."""
+        return _last_match(pattern, self.text, group, default, flags)
+
+
+# --------------------------------------------------------------------------- turns
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """What the model was shown in one request (for one principal)."""
+
+    history_text: str = ""
+    system_text: str = ""
+    tool_names: tuple[str, ...] = ()
+
+
+class ViewLike(Protocol):
+    """Anything with a view's three attributes (the probe passes lazily decompressed views)."""
+
+    @property
+    def history_text(self) -> str: ...
+
+    @property
+    def system_text(self) -> str: ...
+
+    @property
+    def tool_names(self) -> tuple[str, ...]: ...
+
+
+class Turn:
+    """The user turn a policy generator runs for.
+
+    ``index`` (1-based) and ``user_text`` are fixed for the turn; the other
+    attributes reflect what the model was shown when the current step was
+    decided (see the module docstring on replay).
+    """
+
+    def __init__(self, index: int, user_text: str, *, principal: str = "main",
+                 options: Mapping[str, Any] | None = None, view: ViewLike | None = None) -> None:
+        self.index = index
+        self.user_text = user_text
+        self.principal = principal
+        self.options: Mapping[str, Any] = dict(options or {})
+        self._view: ViewLike = view or TurnView()
+
+    @property
+    def history_text(self) -> str:
+        """Everything the conversation showed the model, in order: user texts (harness reminders
+        included), tool results and mid-conversation system/developer entries; not the top-level
+        system prompt and not the model's own words (assistant texts, tool calls)."""
+        return self._view.history_text
+
+    @property
+    def system_text(self) -> str:
+        """The top-level system prompt / instructions as sent."""
+        return self._view.system_text
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """Names of the tools declared in the request (Codex namespaced tools as ``ns/name``)."""
+        return self._view.tool_names
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.principal != "main"
+
+    def find(self, pattern: str, group: int | str = 1, default: str | None = None, *,
+             flags: int = 0, include_system: bool = False) -> str | None:
+        """Last match of ``pattern`` in :attr:`history_text` (most recent fact wins).
+
+        Returns capture ``group`` (or the whole match when the pattern has no
+        groups), else ``default``. ``include_system`` also searches the system prompt.
+        """
+        text = self.history_text if not include_system else self.system_text + "\n" + self.history_text
+        return _last_match(pattern, text, group, default, flags)
+
+    def find_all(self, pattern: str, *, flags: int = 0, include_system: bool = False) -> list[Any]:
+        """Every match of ``pattern`` (as :func:`re.findall` returns them), in order."""
+        text = self.history_text if not include_system else self.system_text + "\n" + self.history_text
+        return re.findall(pattern, text, flags)
+
+    def __repr__(self) -> str:
+        return f"Turn(index={self.index}, principal={self.principal!r}, user_text={self.user_text[:40]!r})"
+
+
+def _last_match(pattern: str, text: str, group: int | str, default: str | None, flags: int) -> str | None:
+    last = None
+    for last in re.finditer(pattern, text, flags):
+        pass
+    if last is None:
+        return default
+    if not last.re.groups:
+        return last.group(0)
+    value = last.group(group)
+    return default if value is None else value
+
+
+PolicyFn = Callable[[Turn], Generator[Action, Observation, Any]]
+"""Type of ``policy``: ``def policy(turn: Turn) -> Generator[Action, Observation, None]``."""
