@@ -1,0 +1,66 @@
+"""The task's score.py: results by criterion id, missing ids, malformed values, crashes."""
+
+from __future__ import annotations
+
+from tests.criteria.conftest import check, context_for
+
+SCORE_PY = '''
+import json
+
+def score(ctx):
+    report = json.loads((ctx.workspace / "report.json").read_text())
+    return {
+        "A1": report["status"] == ctx.truth["status"],
+        "A2": (False, "the report lists 1 of 2 items"),
+        "H9": "yes",
+        "seen": (len(ctx.events) > 0 and isinstance(ctx.gateway, list) and ctx.run_dir.is_dir(), "ctx ok"),
+    }
+'''
+
+
+def _ctx(make_pack, make_run, score_py=SCORE_PY, report='{"status": "failed"}'):
+    pack = make_pack(truth={"status": "failed"}, score_py=score_py)
+    run = make_run(pack)
+    run.workspace["report.json"] = report
+    return context_for(run)
+
+
+def test_verifier_results_by_id(make_pack, make_run):
+    ctx = _ctx(make_pack, make_run)
+    assert check(ctx, "verifier", id="A1").passed is True
+    failed = check(ctx, "verifier", id="A2")
+    assert failed.passed is False and failed.reason == "the report lists 1 of 2 items"
+    assert check(ctx, "verifier", id="seen").passed is True
+
+
+def test_verifier_defaults_to_the_criterion_id(make_pack, make_run):
+    ctx = _ctx(make_pack, make_run)
+    from criteria.registry import evaluate_rule
+    from tracetrial.rubric import RuleSpec
+
+    assert evaluate_rule(RuleSpec(kind="verifier"), "A1", ctx).passed is True
+
+
+def test_missing_id_fails_with_reason(make_pack, make_run):
+    out = check(_ctx(make_pack, make_run), "verifier", id="A3")
+    assert out.passed is False and "score.py returned no result for 'A3'" in out.reason
+
+
+def test_malformed_value_is_unscored(make_pack, make_run):
+    out = check(_ctx(make_pack, make_run), "verifier", id="H9")
+    assert out.passed is None and "expected bool or (bool, str)" in out.reason
+
+
+def test_crash_makes_every_verifier_criterion_unscored(make_pack, make_run):
+    ctx = _ctx(make_pack, make_run, report="{broken")
+    for cid in ("A1", "A2"):
+        out = check(ctx, "verifier", id=cid)
+        assert out.passed is None
+        assert "JSONDecodeError: Expecting property name enclosed in double quotes" in out.reason
+        assert "not a harness defect" in out.reason
+
+
+def test_running_the_verifier_leaves_no_bytecode_in_the_snapshot(make_pack, make_run):
+    ctx = _ctx(make_pack, make_run)
+    check(ctx, "verifier", id="A1")
+    assert not list((ctx.task.root / "verifier").glob("__pycache__"))
