@@ -192,6 +192,7 @@ class CellRunner:
                                              traceback=traceback.format_exc(limit=8))
             archive.write_json("result.json", record)
             archive.seal(run_id)
+            self._score_quietly()
             raise
         except Exception as exc:  # noqa: BLE001 - an apparatus bug: keep the archive, then report it
             record.status = "apparatus_error"
@@ -199,11 +200,20 @@ class CellRunner:
                                              traceback=traceback.format_exc(limit=12))
             archive.write_json("result.json", record)
             archive.seal(run_id)
+            self._score_quietly()
             raise ApparatusError(f"apparatus failure in cell {self.task.id}/{self.model}/{self.adapter.full_name}: "
                                  f"{type(exc).__name__}: {exc} (archive kept at {self.paths.root})") from exc
         if record.status == "skipped":
             return CellResult(self.paths, None, skipped=record.eligibility_reason)
         return CellResult(self.paths, self._score())
+
+    def _score_quietly(self) -> None:
+        """Score an apparatus-failed run as ``apparatus_invalid`` so reports count it
+        (and ``tracetrial rescore`` reproduces the same file)."""
+        try:
+            self._score()
+        except Exception:  # noqa: BLE001 - the apparatus error being raised is the story
+            pass
 
     def _score(self) -> CombinedScore:
         from criteria import score_run
