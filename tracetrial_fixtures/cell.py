@@ -262,11 +262,12 @@ class CellRunner:
             "mcp_servers": [s.name for s in mcp], "seed": seed,
             "harness_capabilities": adapter.capabilities.model_dump(),
         }
-        redactor.add(self.services.gateway_key if hasattr(self.services, "gateway_key") else "")
+        gateway_key = gateway.api_key(run_id)
+        redactor.add(gateway_key)
         ctx = RunContext(
             run_id=run_id, task=task, paths=paths, workspace=workspace, model=self.model,
             gateway_base_url=gateway.base_url(run_id, self.model, adapter.wire_format),
-            gateway_key=getattr(gateway, "client_key", "sk-tt-gateway"), mcp_servers=mcp,
+            gateway_key=gateway_key, mcp_servers=mcp,
             permission_mode=task.spec.permissions.mode, wall_clock_s=task.spec.budgets.wall_clock_s, home=home,
         )
         outcomes: list[TurnOutcome] = []
@@ -301,7 +302,11 @@ class CellRunner:
             probe_report = probe.finish_run(run_id) if probe is not None else None
             if probe_report is not None:
                 archive.write_json("gateway/probe.json", probe_report)
-            src = self.services.records_dir / run_id / "requests.jsonl"
+            try:
+                gateway.drain(run_id)  # every request of the run has its record line
+            except Exception as exc:  # noqa: BLE001 - recorded; admission sees missing records
+                (paths.gateway / "drain-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+            src = gateway.records_path(run_id)
             if src.is_file():
                 archive.copy_in(src, "gateway/requests.jsonl")
             archive.copy_in(workspace, "workspace")

@@ -35,9 +35,9 @@ class Services:
     @property
     def registry(self) -> Any:
         if self._registry is None:
-            from tracetrial.gateway.registry import load_registry
+            from tracetrial.gateway.registry import ModelRegistry
 
-            self._registry = load_registry()
+            self._registry = ModelRegistry.load()
         return self._registry
 
     def probe(self) -> Any:
