@@ -113,9 +113,12 @@ def _summary(run_id: str, events: list[Any], native: NormalizedTrace, records: l
     counts: dict[str, int] = {}
     for ev in events:
         counts[ev.event_type] = counts.get(ev.event_type, 0) + 1
-    usages = [e.usage for e in events if isinstance(e, TokenUsageEvent) and e.source == "gateway"]
+    # Requests that failed before a response (e.g. a connectivity HEAD) carry no usage;
+    # the run total sums the calls that reported it and is None when none did.
+    usages = [e.usage for e in events if isinstance(e, TokenUsageEvent) and e.source == "gateway"
+              and e.usage is not None]
     total: TokenUsage | None = None
-    if usages and all(u is not None for u in usages):
+    if usages:
         def add(name: str) -> int | None:
             vals = [getattr(u, name) for u in usages]
             return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]

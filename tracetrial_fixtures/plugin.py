@@ -60,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker_name(name)}: cells of the {name} harness")
     for model in settings.models:
         config.addinivalue_line("markers", f"{marker_name(model)}: cells run with the {model} model")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(CellProgress(config), "tracetrial-progress")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -100,14 +102,28 @@ def tt_check(subtests: pytest.Subtests) -> scoring.Checker:
     return scoring.Checker(subtests)
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
-        return
-    props = dict(report.user_properties)
-    if "tt_run_dir" in props:
+class CellProgress:
+    """Writes one progress line per finished cell as it finishes (controller only)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        props = dict(report.user_properties)
+        # Sub-check reports of a cell carry the same properties: one line per cell.
+        if "tt_run_dir" not in props or report.nodeid in scoring.REPORTED:
+            return
+        scoring.REPORTED.add(report.nodeid)
         line = scoring.progress_line(Path(str(props["tt_run_dir"])))
-        if line:
-            scoring.PROGRESS.append(line)
+        if not line:
+            return
+        scoring.PROGRESS.append(line)
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and self.config.get_verbosity() >= 0:
+            tr.ensure_newline()
+            tr.write_line(f"[tt] {line}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:

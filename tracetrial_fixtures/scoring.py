@@ -22,6 +22,8 @@ __all__ = ["CellResult", "Checker", "run_cell", "progress_line", "terminal_summa
 
 #: Progress lines of finished cells, collected on the controller.
 PROGRESS: list[str] = []
+#: Node ids already given a progress line.
+REPORTED: set[str] = set()
 
 
 def _judge(settings: Settings) -> Any:
@@ -133,9 +135,7 @@ def progress_line(run_dir: Path) -> str | None:
 def terminal_summary(tr: pytest.TerminalReporter, settings: Settings) -> None:
     if not PROGRESS:
         return
-    tr.section("TraceTrial cells")
-    for line in PROGRESS:
-        tr.write_line(line)
+    tr.section("TraceTrial")
     try:
         from reports.aggregate import aggregate, load_runs
         from reports.terminal import summary_table
