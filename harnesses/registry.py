@@ -15,7 +15,11 @@ from harnesses.base import HarnessAdapter
 ENTRY_POINT_GROUP = "tracetrial.harnesses"
 
 #: Built-in adapters (name -> "module:Class").
-BUILTIN: dict[str, str] = {}
+BUILTIN: dict[str, str] = {
+    "reference": "harnesses.reference.adapter:ReferenceAdapter",
+    "claude_code": "harnesses.claude_code.adapter:ClaudeCodeAdapter",
+    "codex": "harnesses.codex.adapter:CodexAdapter",
+}
 
 
 class UnknownHarnessError(LookupError):

@@ -1,0 +1,251 @@
+"""Claude Code adapter: one ``claude -p`` process per user turn (HARNESSES.md, Claude Code).
+
+Per turn::
+
+    claude -p --output-format stream-json --verbose --model <alias>
+           (--session-id <uuid> | --resume <id>)
+           (--dangerously-skip-permissions | --allowedTools mcp__<server> ...)
+           [--mcp-config <home>/tt-mcp.json --strict-mcp-config] -- <text>   </dev/null
+
+with a clean environment: per-run ``HOME``/``TMPDIR``/``CLAUDE_CODE_TMPDIR`` inside
+``ctx.home``, the gateway as ``ANTHROPIC_BASE_URL`` with the gateway key, every model
+alias routed to the run's model, no non-essential traffic and one retry at most.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+from typing import ClassVar
+
+from harnesses.base import (
+    HarnessAdapter,
+    HarnessCapabilities,
+    NormalizedTrace,
+    RunContext,
+    TurnContext,
+    TurnOutcome,
+    WireFormat,
+)
+from harnesses.claude_code.normalize import TurnFiles, normalize
+from harnesses.install import install_hint, tool_bin
+from harnesses.runner import clean_env, run_process
+from tracetrial.archive import RunPaths
+from tracetrial.errors import ApparatusError
+
+#: Claude Code permission-rule syntax accepted for ``--disallowedTools`` (task deny patterns).
+CLAUDE_RULE = re.compile(r"^(?:[A-Z][A-Za-z]*|mcp__[A-Za-z0-9_-]+)(?:\(.+\))?$")
+
+#: Model alias variables: all are routed to the run's model so no call escapes the gateway route.
+MODEL_ENV_VARS = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+)
+
+
+def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
+    """The archived stdout/stderr of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
+    if not indices:
+        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
+    return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr") for i in indices]
+
+
+class ClaudeCodeAdapter(HarnessAdapter):
+    """The real ``claude`` CLI (pinned in ``harnesses/package.json``)."""
+
+    name: ClassVar[str] = "claude_code"
+    wire_format: ClassVar[WireFormat] = "anthropic"
+    capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True
+    )
+    install_hint: ClassVar[str] = install_hint("claude_code")
+
+    _version: str | None = None
+
+    def unavailable_reason(self) -> str | None:
+        return None if tool_bin("claude") is not None else self.install_hint
+
+    def version(self) -> str:
+        if self._version is None:
+            binary = tool_bin("claude")
+            if binary is None:
+                raise FileNotFoundError(self.install_hint)
+            with tempfile.TemporaryDirectory(prefix="tt-claude-version-") as home:
+                out = subprocess.run(
+                    [str(binary), "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                    env=clean_env({}, home=Path(home)),
+                    stdin=subprocess.DEVNULL,
+                )
+            text = (out.stdout or out.stderr).strip()
+            type(self)._version = text.split()[0] if text else "unknown"
+        return str(self._version)
+
+    # ------------------------------------------------------------------------------ run
+    def environment(self, ctx: RunContext) -> dict[str, str]:
+        """The whole process environment of a turn (nothing inherited beyond PATH/locale)."""
+        tmp = ctx.home / "tmp"
+        extra = {
+            "ANTHROPIC_BASE_URL": ctx.gateway_base_url,
+            "ANTHROPIC_API_KEY": ctx.gateway_key,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "IS_SANDBOX": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "1",
+            "CLAUDE_CODE_TMPDIR": str(tmp),
+            **{var: ctx.model for var in MODEL_ENV_VARS},
+            **ctx.extra_env,
+        }
+        return clean_env(extra, home=ctx.home)
+
+    def _mcp_flags(self, ctx: RunContext) -> list[str]:
+        if not ctx.mcp_servers:
+            return []
+        config = {
+            "mcpServers": {
+                s.name: {"type": "stdio", "command": s.command, "args": list(s.args), "env": dict(s.env)}
+                for s in ctx.mcp_servers
+            }
+        }
+        path = ctx.home / "tt-mcp.json"
+        path.write_text(json.dumps(config, indent=1), encoding="utf-8")
+        shutil.copy2(path, ctx.paths.native / "claude-mcp-config.json")
+        return ["--mcp-config", str(path), "--strict-mcp-config"]
+
+    def _permission_flags(self, ctx: RunContext) -> list[str]:
+        if ctx.permission_mode == "bypass":
+            return ["--dangerously-skip-permissions"]
+        flags: list[str] = []
+        for server in ctx.mcp_servers:  # the task's own tools are allowed; everything else stays native
+            flags += ["--allowedTools", f"mcp__{server.name}"]
+        for pattern in ctx.task.spec.permissions.deny:
+            if not CLAUDE_RULE.match(pattern):
+                raise ApparatusError(
+                    f"deny pattern {pattern!r} of task {ctx.task.id} is not a Claude Code permission rule "
+                    "(e.g. 'Bash(rm:*)', 'Write', 'mcp__<server>__<tool>'); it cannot be applied natively"
+                )
+            flags += ["--disallowedTools", pattern]
+        return flags
+
+    def argv(self, ctx: RunContext, turn: TurnContext, session_flags: list[str]) -> list[str]:
+        binary = tool_bin("claude")
+        assert binary is not None
+        # The prompt goes after ``--`` so a user text starting with "-" is never read as a flag.
+        return [
+            str(binary),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            ctx.model,
+            *session_flags,
+            *self._permission_flags(ctx),
+            *self._mcp_flags(ctx),
+            "--",
+            turn.user_text,
+        ]
+
+    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+        fresh = (
+            ctx.session_id is None
+            or turn.index == 1
+            or (turn.boundary is not None and turn.boundary.kind == "new_session")
+        )
+        if fresh:
+            ctx.session_id = str(uuid.uuid4())
+            session_flags = ["--session-id", ctx.session_id]
+        elif not list((ctx.home / ".claude" / "projects").glob(f"*/{ctx.session_id}.jsonl")):
+            # The earlier turn died before Claude Code wrote its session: nothing to resume.
+            session_flags = ["--session-id", str(ctx.session_id)]
+        else:
+            session_flags = ["--resume", str(ctx.session_id)]
+        native = ctx.paths.native
+        native.mkdir(parents=True, exist_ok=True)
+        stdout, stderr = native / f"turn-{turn.index}.stdout", native / f"turn-{turn.index}.stderr"
+        argv = self.argv(ctx, turn, session_flags)
+        env = self.environment(ctx)
+        _write_invocation(native / f"turn-{turn.index}.invocation.json", argv, env, ctx)
+        proc = run_process(
+            argv, env=env, cwd=ctx.workspace, stdout=stdout, stderr=stderr, timeout_s=max(1.0, turn.deadline_s)
+        )
+        seen = _init_session(stdout)
+        if seen:  # the harness is the authority on which session it wrote to
+            ctx.session_id = seen
+        exit_code, error = signal_death(proc.exit_code, proc.error, "claude")
+        return TurnOutcome(
+            index=turn.index,
+            exit_code=exit_code,
+            timed_out=proc.timed_out,
+            duration_s=proc.duration_s,
+            stdout=stdout,
+            stderr=stderr,
+            session_id=ctx.session_id,
+            error=error,
+        )
+
+    # -------------------------------------------------------------------------- collect
+    def collect(self, ctx: RunContext) -> list[Path]:
+        """Copy every session transcript of this run's HOME (with ``tool-results/`` and
+        ``subagents/``) to ``native/transcripts/``."""
+        dest = ctx.paths.native / "transcripts"
+        copied: list[Path] = []
+        for transcript in sorted((ctx.home / ".claude" / "projects").glob("*/*.jsonl")):
+            dest.mkdir(parents=True, exist_ok=True)
+            copied.append(Path(shutil.copy2(transcript, dest / transcript.name)))
+            extras = transcript.with_suffix("")
+            if extras.is_dir():
+                shutil.copytree(extras, dest / extras.name, dirs_exist_ok=True)
+                copied += sorted(p for p in (dest / extras.name).rglob("*") if p.is_file())
+        return copied
+
+    def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
+        transcripts = sorted((paths.native / "transcripts").glob("*.jsonl"))
+        return normalize(turn_files(paths.native, [o.index for o in outcomes]), transcripts, run_id)
+
+
+def _init_session(stdout: Path) -> str | None:
+    """The session id of the first ``system/init`` line, if the turn got that far."""
+    if not stdout.is_file():
+        return None
+    with stdout.open("rb") as fh:
+        for raw in fh:
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and data.get("type") == "system" and data.get("subtype") == "init":
+                sid = data.get("session_id")
+                return sid if isinstance(sid, str) else None
+    return None
+
+
+def _write_invocation(path: Path, argv: list[str], env: dict[str, str], ctx: RunContext) -> None:
+    """Record the exact command and environment of a turn (the gateway key is never written)."""
+    shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
+    path.write_text(
+        json.dumps({"argv": argv, "cwd": str(ctx.workspace), "env": shown}, indent=1) + "\n", encoding="utf-8"
+    )
+
+
+def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
+    """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return None, f"{binary} was killed by {name}"
+    return code, error

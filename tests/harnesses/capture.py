@@ -1,0 +1,272 @@
+"""Capture real native output of the pinned CLIs for the golden normalizer tests.
+
+Each case runs the real adapter (real ``claude`` / ``codex`` binary, real flags, real
+config) and archives what the adapter archived (``native/``) plus ``capture.json``
+under ``tests/harnesses/golden/<harness>/<case>/``. The model is either
+
+* ``probe``: the real TraceTrial chain — LiteLLM gateway pass-through route ->
+  probe model server driven by a policy in ``probe_policies/<case>.py``; or
+* ``scripted``: :class:`~tests.harnesses.scripted_server.ScriptedServer`, for what the
+  probe never does on purpose (reusing a tool-call id across turns).
+
+Re-capture (overwrites the fixtures; review the snapshot diff afterwards)::
+
+    python -m tests.harnesses.capture [harness[/case]] ...
+    python -m pytest tests/harnesses --snapshot-update
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from harnesses.base import (
+    HarnessAdapter,
+    McpServer,
+    RunContext,
+    TurnContext,
+    TurnOutcome,
+    WireFormat,
+)
+from harnesses.registry import get_harness
+from tests.harnesses.scripted_server import Reply, ScriptedServer, text, tool
+from tracetrial.archive import RunPaths
+from tracetrial.task import SessionBoundary, TaskPack, load_task
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+REPO = HERE.parent.parent
+EXAMPLE_PACK = REPO / "tasks" / "E1-build-status-001"
+MCP_SERVER = HERE / "mcp_lookup_server.py"
+POLICIES = HERE / "probe_policies"
+CAPTURED_WITH = {
+    "probe": "real CLI + adapter -> LiteLLM gateway (tracetrial.gateway, pass-through) -> probe model "
+    "(tracetrial.probe) driven by tests/harnesses/probe_policies/{case}.py",
+    "scripted": "real CLI + adapter -> scripted model server (tests/harnesses/scripted_server.py)",
+}
+
+
+@dataclass
+class Case:
+    """One capture: user turns (text, boundary), the model (probe policy or script), options."""
+
+    turns: list[tuple[str, SessionBoundary | None]]
+    script: list[Reply] = field(default_factory=list)
+    child_script: list[Reply] = field(default_factory=list)
+    via: Literal["probe", "scripted"] = "scripted"
+    permission_mode: Literal["bypass", "native"] = "bypass"
+    mcp: bool = False
+    deadline_s: float = 60.0
+
+
+def _sh(harness: str, call_id: str, command: str) -> Reply:
+    if harness == "claude_code":
+        return tool(call_id, "Bash", {"command": command, "description": "run a command"})
+    return tool(call_id, "exec_command", {"cmd": command})
+
+
+NEW = SessionBoundary(kind="new_session", history_replayed=False, workspace_preserved=True)
+RESUME = SessionBoundary(kind="resume", history_replayed=True, workspace_preserved=True)
+
+
+def cases(harness: str) -> dict[str, Case]:
+    """The capture cases of one harness (the same scenarios for both CLIs where they apply)."""
+    probe = {"via": "probe"}
+    out = {
+        "tool_roundtrip": Case([("Show me notes.txt.", None)], **probe),
+        "nonzero_exit": Case([("Run the build with python3 build.py.", None)], **probe),
+        "large_output": Case([("Print a long sequence twice.", None)], **probe),
+        "multi_turn_resume": Case(
+            [("Write one to a.txt.", None), ("Now append two.", RESUME), ("New session: show a.txt.", NEW)], **probe
+        ),
+        "api_error": Case([("Say hello.", None)], **probe),
+        "mcp_native": Case(
+            [("Look up alpha and boom, then touch marker.", None)], permission_mode="native", mcp=True, **probe
+        ),
+        # The probe's call ids are unique per run; a model reusing an id in another turn (here:
+        # turn 3, a new session) is scripted, so the trace must turn-scope it (SPEC §7 rule 3).
+        "reused_call_ids": Case(
+            [("Write one to a.txt.", None), ("Now append two.", RESUME), ("New session: show a.txt.", NEW)],
+            [
+                _sh(harness, "call_mt_1", "echo one > a.txt"),
+                text("Wrote one."),
+                _sh(harness, "call_mt_2", "echo two >> a.txt"),
+                text("Appended two."),
+                _sh(harness, "call_mt_1", "cat a.txt"),
+                text("a.txt has one and two."),
+            ],
+        ),
+    }
+    if harness == "claude_code":
+        out["subagent"] = Case([("Delegate: have a helper run echo hi.", None)], **probe)
+        out["compaction"] = Case(
+            [("Write one to a.txt.", None), ("/compact", RESUME), ("What is in a.txt?", RESUME)], **probe
+        )
+        out["subagent_background"] = Case([("Delegate in the background: have a helper run echo hi.", None)], **probe)
+    return out
+
+
+def make_workspace(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    shutil.copy2(EXAMPLE_PACK / "workspace" / "build.py", dest / "build.py")
+    return dest
+
+
+def base_url(server_url: str, wire: str, run_id: str) -> str:
+    """What the gateway hands out: ``/tt/probe/<run>`` (anthropic) or ``…/v1`` (responses)."""
+    return f"{server_url}/tt/probe/{run_id}" + ("/v1" if wire == "responses" else "")
+
+
+class ProbeChain:
+    """The real probe model server behind the real LiteLLM gateway (started once, ~20 s)."""
+
+    def __init__(self, workdir: Path):
+        from tracetrial.gateway import Gateway
+        from tracetrial.probe.server import ProbeServer
+
+        self.probe = ProbeServer().start()
+        self.gateway = Gateway(
+            records_dir=workdir / "gateway", log_path=workdir / "gateway.log", probe_url=self.probe.url
+        ).start()
+
+    def route(self, run_id: str, wire: WireFormat) -> tuple[str, str]:
+        return self.gateway.base_url(run_id, "probe", wire), self.gateway.api_key(run_id)
+
+    def close(self) -> None:
+        self.gateway.stop()
+        self.probe.stop()
+
+
+def run_case(
+    adapter: HarnessAdapter,
+    case: Case,
+    root: Path,
+    task: TaskPack,
+    *,
+    run_id: str = "golden",
+    chain: ProbeChain | None = None,
+    policy: Path | None = None,
+    on_turn: Callable[[TurnOutcome], None] | None = None,
+) -> tuple[RunContext, list[TurnOutcome], int]:
+    """Run ``case`` through the real adapter into ``root`` (run dir + scratch); returns the
+    context, the turn outcomes and the number of model requests served."""
+    paths = RunPaths(root / "run")
+    paths.make()
+    mcp = [McpServer("lookup", sys.executable, (str(MCP_SERVER),))] if case.mcp else []
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if case.via == "probe":
+            assert chain is not None and policy is not None
+            chain.probe.register_run(run_id, policy, options={"turns": [t for t, _ in case.turns]})
+            url, key = chain.route(run_id, adapter.wire_format)
+        else:
+            server = stack.enter_context(ScriptedServer(case.script, child_script=case.child_script))
+            url, key = (base_url(server.url, adapter.wire_format, run_id), "sk-tt-golden-0000000000000000")
+        ctx = RunContext(
+            run_id=run_id,
+            task=task,
+            paths=paths,
+            workspace=make_workspace(root / "workspace"),
+            model="probe",
+            gateway_base_url=url,
+            gateway_key=key,
+            mcp_servers=mcp,
+            permission_mode=case.permission_mode,
+            wall_clock_s=case.deadline_s,
+            home=home,
+        )
+        outcomes: list[TurnOutcome] = []
+        for index, (user, boundary) in enumerate(case.turns, start=1):
+            outcome = adapter.run_turn(ctx, TurnContext(index, user, boundary, case.deadline_s))
+            outcomes.append(outcome)
+            if on_turn is not None:
+                on_turn(outcome)
+        adapter.collect(ctx)
+        if case.via == "probe":
+            assert chain is not None
+            report = chain.probe.finish_run(run_id)
+            if report.apparatus_errors:
+                raise RuntimeError(f"probe apparatus errors in {run_id}: {report.apparatus_errors}")
+            served = len(report.requests)
+        else:
+            served = len(server.model_requests())
+    return ctx, outcomes, served
+
+
+def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
+    adapter = get_harness(harness)
+    case = cases(harness)[name]
+    task = load_task(EXAMPLE_PACK)
+    dest = GOLDEN / harness / name
+    turns: list[dict[str, object]] = []
+
+    def record(o: TurnOutcome) -> None:
+        turns.append(
+            {
+                "index": o.index,
+                "exit_code": o.exit_code,
+                "timed_out": o.timed_out,
+                "duration_s": round(o.duration_s, 3),
+                "session_id": o.session_id,
+                "children_max_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+            }
+        )
+
+    run_id = f"golden-{harness.replace('_', '-')}-{name.replace('_', '-')}"
+    with tempfile.TemporaryDirectory(prefix=f"tt-golden-{harness}-") as tmp:
+        ctx, _, served = run_case(
+            adapter, case, Path(tmp), task, run_id=run_id, chain=chain, policy=POLICIES / f"{name}.py", on_turn=record
+        )
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(ctx.paths.native, dest / "native")
+        meta = {
+            "harness": harness,
+            "version": adapter.version(),
+            "case": name,
+            "run_id": run_id,
+            "captured_with": CAPTURED_WITH[case.via].format(case=name),
+            "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "permission_mode": case.permission_mode,
+            "turns": turns,
+            "model_requests": served,
+        }
+        (dest / "capture.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return dest
+
+
+def main(argv: list[str]) -> int:
+    selected = [
+        (h, n)
+        for target in (argv or ["claude_code", "codex"])
+        for h, _, only in [target.partition("/")]
+        for n in cases(h)
+        if not only or n == only
+    ]
+    chain = None
+    with tempfile.TemporaryDirectory(prefix="tt-golden-chain-") as work:
+        try:
+            if any(cases(h)[n].via == "probe" for h, n in selected):
+                chain = ProbeChain(Path(work))
+            for harness, name in selected:
+                dest = capture(harness, name, chain)
+                print(f"captured {harness}/{name} -> {dest.relative_to(REPO)}", flush=True)
+        finally:
+            if chain is not None:
+                chain.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

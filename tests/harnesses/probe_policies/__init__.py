@@ -1,0 +1,1 @@
+"""Probe policies driving the golden captures through the real probe model + gateway."""
