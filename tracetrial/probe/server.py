@@ -194,9 +194,19 @@ class _Handler(BaseHTTPRequestHandler):
         return "Thu, 01 Jan 1970 00:00:00 GMT"  # no wall clock in answers (replay determinism)
 
     # ------------------------------------------------------------------ plain routes
+    def _drain_body(self) -> None:
+        """Consume a request body nobody reads (a HEAD or GET can carry one, e.g. the
+        gateway forwards Claude Code's ``HEAD /api/hello`` with ``{}``); left unread it
+        would be parsed as the start of the next request on a kept-alive connection."""
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > 0:
+            self.rfile.read(length)
+
     def do_HEAD(self) -> None:
+        self._drain_body()
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "" or (path.count("/") == 1 and self.probe._lookup(path[1:]) is not None):
+        run = path.lstrip("/").split("/", 1)[0]
+        if path == "" or (run and self.probe._lookup(run) is not None):
             status = 200
         else:
             status = 404
@@ -205,6 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self) -> None:
+        self._drain_body()
         path = self.path.split("?", 1)[0]
         if path == "/health":
             self._send_json(200, {"status": "ok", "runs": len(self.probe.run_ids())})
