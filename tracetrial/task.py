@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracetrial.errors import TaskPackError, TaskPackErrors
 from tracetrial.rubric import Rubric
@@ -73,7 +73,22 @@ class PermissionSpec(_Strict):
     """Permission mode the harness runs in. ``bypass`` is refused for Governance tasks."""
 
     mode: Literal["bypass", "native"] = "bypass"
-    deny: list[str] = Field(default_factory=list, description="Abstract action patterns denied.")
+    deny: list[str] = Field(
+        default_factory=list,
+        description="Shell command prefixes the harness must refuse (e.g. 'rm', 'git push'); each "
+        "adapter translates them into the harness's own permission rules.",
+    )
+
+    @field_validator("deny")
+    @classmethod
+    def _prefixes(cls, value: list[str]) -> list[str]:
+        for prefix in value:
+            if not prefix.strip() or any(c in prefix for c in "*?()[]:"):
+                raise ValueError(
+                    f"deny entry {prefix!r} must be a plain command prefix such as 'rm' or 'git push' "
+                    "(no wildcards or harness-specific rule syntax)"
+                )
+        return [p.strip() for p in value]
 
 
 ToolNeed = Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user"]

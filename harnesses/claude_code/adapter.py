@@ -15,7 +15,6 @@ alias routed to the run's model, no non-essential traffic and one retry at most.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import signal
 import subprocess
@@ -37,10 +36,8 @@ from harnesses.claude_code.normalize import TurnFiles, normalize
 from harnesses.install import install_hint, tool_bin
 from harnesses.runner import clean_env, run_process
 from tracetrial.archive import RunPaths
-from tracetrial.errors import ApparatusError
 
 #: Claude Code permission-rule syntax accepted for ``--disallowedTools`` (task deny patterns).
-CLAUDE_RULE = re.compile(r"^(?:[A-Z][A-Za-z]*|mcp__[A-Za-z0-9_-]+)(?:\(.+\))?$")
 
 #: Model alias variables: all are routed to the run's model so no call escapes the gateway route.
 MODEL_ENV_VARS = (
@@ -130,13 +127,10 @@ class ClaudeCodeAdapter(HarnessAdapter):
         flags: list[str] = []
         for server in ctx.mcp_servers:  # the task's own tools are allowed; everything else stays native
             flags += ["--allowedTools", f"mcp__{server.name}"]
-        for pattern in ctx.task.spec.permissions.deny:
-            if not CLAUDE_RULE.match(pattern):
-                raise ApparatusError(
-                    f"deny pattern {pattern!r} of task {ctx.task.id} is not a Claude Code permission rule "
-                    "(e.g. 'Bash(rm:*)', 'Write', 'mcp__<server>__<tool>'); it cannot be applied natively"
-                )
-            flags += ["--disallowedTools", pattern]
+        for prefix in ctx.task.spec.permissions.deny:
+            # A task's deny entry is a command prefix; Claude Code's native rule for it is
+            # ``Bash(<prefix>:*)`` (its own prefix matcher decides what else it covers).
+            flags += ["--disallowedTools", f"Bash({prefix}:*)"]
         return flags
 
     def argv(self, ctx: RunContext, turn: TurnContext, session_flags: list[str]) -> list[str]:

@@ -98,6 +98,15 @@ def config_toml(ctx: RunContext) -> str:
     return "\n".join(lines) + "\n"
 
 
+def deny_rules(prefixes: list[str]) -> str:
+    """A task's deny prefixes as Codex execpolicy rules (``$CODEX_HOME/rules/*.rules``)."""
+    out = []
+    for prefix in prefixes:
+        tokens = ", ".join(json.dumps(t) for t in prefix.split())
+        out.append(f'prefix_rule(\n    pattern = [{tokens}],\n    decision = "forbidden",\n)\n')
+    return "\n".join(out)
+
+
 def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
     """The archived stdout/stderr of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
     if not indices:
@@ -110,10 +119,10 @@ class CodexAdapter(HarnessAdapter):
 
     name: ClassVar[str] = "codex"
     wire_format: ClassVar[WireFormat] = "responses"
-    #: ``exec`` has no approval prompts (approval is forced to ``never``) and no per-action
-    #: deny list, so native deny policies cannot be applied by Codex itself.
+    #: ``exec`` has no approval prompts (approval is forced to ``never``); a task's deny
+    #: list becomes Codex's own execpolicy ``prefix_rule(..., decision="forbidden")`` rules.
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False
+        mcp=True, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=True
     )
     install_hint: ClassVar[str] = install_hint("codex")
 
@@ -165,6 +174,11 @@ class CodexAdapter(HarnessAdapter):
         home = self.codex_home(ctx)
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(config_toml(ctx), encoding="utf-8")
+        rules = deny_rules(ctx.task.spec.permissions.deny) if ctx.permission_mode == "native" else ""
+        if rules:
+            (home / "rules").mkdir(exist_ok=True)
+            (home / "rules" / "tracetrial.rules").write_text(rules, encoding="utf-8")
+            shutil.copy2(home / "rules" / "tracetrial.rules", ctx.paths.native / "codex-tracetrial.rules")
         native = ctx.paths.native
         native.mkdir(parents=True, exist_ok=True)
         shutil.copy2(home / "config.toml", native / "codex-config.toml")

@@ -24,7 +24,6 @@ from tests.harnesses.capture import EXAMPLE_PACK, MCP_SERVER, Case, base_url, ma
 from tests.harnesses.conftest import load_golden, needs_claude, needs_codex
 from tests.harnesses.scripted_server import Reply, ScriptedServer, text
 from tracetrial.archive import RunPaths
-from tracetrial.errors import ApparatusError
 from tracetrial.task import PermissionSpec, load_task
 
 KEY = "sk-tt-test-0123456789abcdef"
@@ -58,7 +57,7 @@ def test_registry_builds_both_adapters() -> None:
     assert isinstance(claude, ClaudeCodeAdapter) and claude.wire_format == "anthropic"
     assert isinstance(codex, CodexAdapter) and codex.wire_format == "responses"
     assert claude.capabilities.subagents and claude.capabilities.native_permissions
-    assert codex.capabilities.mcp and codex.capabilities.multi_turn and not codex.capabilities.native_permissions
+    assert codex.capabilities.mcp and codex.capabilities.multi_turn and codex.capabilities.native_permissions
 
 
 @pytest.mark.parametrize("name", ["claude_code", "codex"])
@@ -129,18 +128,21 @@ def test_claude_flags_per_permission_mode(tmp_path: Path) -> None:
         assert "--strict-mcp-config" in argv
 
 
-def test_claude_native_deny_rules_are_applied_natively_or_refused(tmp_path: Path) -> None:
+def test_deny_prefixes_become_native_rules(tmp_path: Path) -> None:
+    """A task's deny prefixes become Claude ``Bash(<prefix>:*)`` rules and Codex execpolicy rules."""
     adapter = ClaudeCodeAdapter()
     ctx = make_ctx(tmp_path, adapter, mode="native")
-    spec = ctx.task.spec.model_copy(update={"permissions": PermissionSpec(mode="native", deny=["Bash(rm:*)", "Write"])})
+    spec = ctx.task.spec.model_copy(update={"permissions": PermissionSpec(mode="native", deny=["rm", "git push"])})
     ctx.task = dataclasses.replace(ctx.task, spec=spec)
     argv = adapter.argv(ctx, TurnContext(1, "hi", None, 30), [])
-    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--disallowedTools"] == ["Bash(rm:*)", "Write"]
-    ctx.task = dataclasses.replace(
-        ctx.task, spec=spec.model_copy(update={"permissions": PermissionSpec(mode="native", deny=["delete files"])})
-    )
-    with pytest.raises(ApparatusError, match="not a Claude Code permission rule"):
-        adapter.argv(ctx, TurnContext(1, "hi", None, 30), [])
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--disallowedTools"] == ["Bash(rm:*)", "Bash(git push:*)"]
+    from harnesses.codex.adapter import deny_rules
+
+    rules = deny_rules(["rm", "git push"])
+    assert 'pattern = ["rm"]' in rules and 'pattern = ["git", "push"]' in rules
+    assert rules.count('decision = "forbidden"') == 2
+    with pytest.raises(ValueError, match="plain command prefix"):
+        PermissionSpec(mode="native", deny=["Bash(rm:*)"])
 
 
 def test_claude_sessions_follow_the_declared_boundaries() -> None:
