@@ -22,3 +22,13 @@ def test_head_with_body_does_not_poison_keepalive() -> None:
         assert head.status == 404
         assert post.status == 404 and b"not_found_error" in body
         conn.close()
+
+
+def test_reference_child_requests_advance_the_child_script() -> None:
+    from tracetrial.probe.classify import principal_of
+    from tracetrial.probe.conversation import Conversation
+
+    conv = Conversation(wire_format="chat", model="probe", stream=True, system_text="", items=[], tools=[])
+    assert principal_of(conv, {"x-tt-principal-id": "child-1"}) == "subagent:child-1"
+    assert principal_of(conv, {"x-tt-principal-id": "main"}) == "main"
+    assert principal_of(conv, {}) == "main"

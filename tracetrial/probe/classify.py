@@ -84,6 +84,10 @@ def principal_of(conv: Conversation, headers: Mapping[str, str]) -> str:
     agent = _header(headers, "x-claude-code-agent-id")
     if agent:
         return f"subagent:{agent}"
+    # The reference harness names the principal of every request it sends.
+    ref = _header(headers, "x-tt-principal-id")
+    if ref and ref != "main":
+        return f"subagent:{ref}"
     codex_sub = _header(headers, "x-openai-subagent")
     if codex_sub:
         thread = _header(headers, "thread-id") or _header(headers, "session-id") or ""
