@@ -96,21 +96,23 @@ class Checker:
         from reports.allure import attach_cell
 
         attach_cell(result.paths, score)  # no-op without --alluredir
+        # pytrace=False: the verdict's reason *is* the report; a traceback of this
+        # checker would only bury it.
         for v in score.verdicts:
             with self.subtests.test(msg=f"{v.layer}:{v.id}"):
                 if v.passed is None:
                     pytest.skip(f"unscored: {v.reason}")
-                assert v.passed, f"{v.id} ({v.layer}) failed: {v.reason}"
+                if not v.passed:
+                    pytest.fail(f"{v.id} ({v.layer}) failed: {v.reason}", pytrace=False)
         failed = [v.id for v in score.verdicts if v.passed is False]
-        assert score.admitted, (
-            "run not admitted: " + "; ".join(d.reason for d in score.admission if not d.ok)
-            + f" — archive: {result.paths.root}"
-        )
-        assert score.combined_pass, (
-            f"S={score.effective_score:.1f} (S_H={score.S_H:.1f}, S_A={score.S_A:.1f}); failed: "
-            f"{', '.join(failed) or 'none'}; unscored: {score.harness.unscored + score.agent.unscored}; "
-            f"label: {score.attribution.label} — archive: {result.paths.root}"
-        )
+        if not score.admitted:
+            pytest.fail("run not admitted: " + "; ".join(d.reason for d in score.admission if not d.ok)
+                        + f" — archive: {result.paths.root}", pytrace=False)
+        if not score.combined_pass:
+            pytest.fail(
+                f"S={score.effective_score:.1f} (S_H={score.S_H:.1f}, S_A={score.S_A:.1f}); failed: "
+                f"{', '.join(failed) or 'none'}; unscored: {score.harness.unscored + score.agent.unscored}; "
+                f"label: {score.attribution.label} — archive: {result.paths.root}", pytrace=False)
 
 
 def progress_line(run_dir: Path) -> str | None:

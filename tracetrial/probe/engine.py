@@ -446,6 +446,7 @@ class Run:
         self.report.requests.append(RequestRecord(
             index=index, wire_format=wire_format, kind=o.kind, observation_digest=digest, action=o.action,
             mapped_tool=o.mapped_tool, principal=o.principal, turn=o.turn, step=o.step, call_id=o.call_id,
+            arguments=o.reply.call.arguments if o.reply is not None and o.reply.call is not None else None,
             status=status, notes=o.notes))
 
 

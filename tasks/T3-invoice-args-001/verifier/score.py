@@ -98,8 +98,13 @@ def _sent_by_probe(ctx):
     """The invoice object the probe was shown (and therefore sent), or None."""
     probe = ctx.probe or {}
     reqs = probe.get("requests") or []
-    if not any(r.get("action") == "call_tool" and TOOL_NAME_RE.search(r.get("mapped_tool") or "") for r in reqs):
+    calls = [r for r in reqs if r.get("action") == "call_tool" and TOOL_NAME_RE.search(r.get("mapped_tool") or "")]
+    if not calls:
         return None, "the probe report shows no create_invoice call"
+    emitted = calls[0].get("arguments")
+    if isinstance(emitted, dict):
+        # The probe records the arguments exactly as it put them on the wire.
+        return emitted, f"probe: the arguments it emitted on request {calls[0].get('index')}"
     read_ids = {_norm(r.get("call_id")) for r in reqs if r.get("action") == "shell" and r.get("call_id")}
     delivered = [t for g in ctx.gateway or [] for t in g.get("tool_results") or []]
     for t in delivered:
