@@ -312,6 +312,8 @@ class CellRunner:
             src = gateway.records_path(run_id)
             if src.is_file():
                 archive.copy_in(src, "gateway/requests.jsonl")
+            if (src.parent / "bodies").is_dir():  # only with --tt-record-bodies
+                archive.copy_in(src.parent / "bodies", "gateway/bodies")
             archive.copy_in(workspace, "workspace")
             archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
             shutil.rmtree(scratch, ignore_errors=True)
