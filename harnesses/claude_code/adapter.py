@@ -57,6 +57,10 @@ def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
     return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr") for i in indices]
 
 
+#: Tools pre-approved in native permission mode (the task's deny rules still apply).
+ROUTINE_TOOLS = ("Bash", "Read", "Write", "Edit")
+
+
 class ClaudeCodeAdapter(HarnessAdapter):
     """The real ``claude`` CLI (pinned in ``harnesses/package.json``)."""
 
@@ -124,8 +128,12 @@ class ClaudeCodeAdapter(HarnessAdapter):
     def _permission_flags(self, ctx: RunContext) -> list[str]:
         if ctx.permission_mode == "bypass":
             return ["--dangerously-skip-permissions"]
-        flags: list[str] = []
-        for server in ctx.mcp_servers:  # the task's own tools are allowed; everything else stays native
+        # Native mode is how a user runs a headless agent for real work: routine tools are
+        # pre-approved, the task's own MCP servers too, and the deny rules (which take
+        # precedence in Claude Code) carve out what policy forbids. Anything else keeps
+        # Claude Code's own approval behaviour (refused headless, reported to the model).
+        flags: list[str] = ["--allowedTools", *ROUTINE_TOOLS]
+        for server in ctx.mcp_servers:
             flags += ["--allowedTools", f"mcp__{server.name}"]
         for prefix in ctx.task.spec.permissions.deny:
             # A task's deny entry is a command prefix; Claude Code's native rule for it is

@@ -168,6 +168,10 @@ class CodexAdapter(HarnessAdapter):
         argv += ["--json", "--skip-git-repo-check"]
         if ctx.permission_mode == "bypass":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
+        else:
+            # Native mode: Codex's own sandbox in the preset for real work (writes inside the
+            # workspace), with the task's deny list as execpolicy rules.
+            argv += ["--sandbox", "workspace-write"]
         return [*argv, "--", turn.user_text]
 
     def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:

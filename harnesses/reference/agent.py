@@ -1,0 +1,434 @@
+"""The agent loop of the reference harness: one user turn of the main principal, its tools,
+its sub-agents and its final completion record.
+
+Principals: the main agent is ``main``; each sub-agent gets ``child-<n>`` (unique
+within the session) and a fresh context holding only its system prompt and the
+delegated prompt. A foreground child's final text is the parent's tool result;
+a background child is reported ``pending`` until it finishes, and its result is
+delivered to the parent as a user-role notification before the parent's next
+model request (the harness waits for pending children, up to the turn deadline,
+before it accepts the parent's final answer).
+
+Every model request carries the headers ``x-tt-session-id``, ``x-tt-principal-id``
+(``main`` or ``child-<n>``) and, for a child, ``x-tt-parent-principal-id``, so a
+model server can tell whose conversation a request advances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnesses.reference import tools as T
+from harnesses.reference.ask_user import AskUserChannel, AskUserError
+from harnesses.reference.chat import ChatClient, ChatError, ChatResponse
+from harnesses.reference.mcp_tools import PREFIX, McpBridge, find_receipts
+from harnesses.reference.records import NativeLog
+from tracetrial.redact import Redactor
+
+MAIN = "main"
+
+
+class _Stop(Exception):
+    """The loop must stop: ``status`` goes to the completion record."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class AgentConfig:
+    workspace: Path
+    model: str
+    deadline: float
+    """``time.monotonic()`` value after which no new model request is sent."""
+    shell_env: dict[str, str]
+    deny: list[T.DenyRule] = field(default_factory=list)
+    mutant: str | None = None
+    max_model_calls: int | None = None
+    max_steps: int = 60
+    ask_user: AskUserChannel | None = None
+    redactor: Redactor | None = None
+    """Masks credentials in everything shown to the model (``None`` with ``leak_secret``)."""
+    turn: int = 1
+
+
+@dataclass
+class Child:
+    id: str
+    background: bool
+    task: asyncio.Task[tuple[str, str]] | None = None
+    status: str = "pending"
+    final_text: str = ""
+    delivered: bool = False
+
+
+@dataclass
+class Principal:
+    id: str
+    parent: str | None = None
+
+
+SPAWN_TOOL = {"type": "function", "function": {
+    "name": "spawn_subagent",
+    "description": "Delegate a task to a sub-agent with a fresh context that holds only your prompt. "
+                   "Foreground: returns the sub-agent's final answer. background=true: returns at once "
+                   "(status pending); the result is delivered to you when the sub-agent finishes.",
+    "parameters": {"type": "object", "properties": {
+        "description": {"type": "string", "description": "A short label for the task."},
+        "prompt": {"type": "string", "description": "Everything the sub-agent needs to know."},
+        "background": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": False}}}
+STATUS_TOOL = {"type": "function", "function": {
+    "name": "subagent_status",
+    "description": "Status of background sub-agents; finished ones include their result. wait_s waits up "
+                   "to that many seconds for the pending ones.",
+    "parameters": {"type": "object", "properties": {"wait_s": {"type": "number"}},
+                   "additionalProperties": False}}}
+ASK_TOOL = {"type": "function", "function": {
+    "name": "ask_user",
+    "description": "Ask the user a question and wait for the answer (use it for facts only the user knows).",
+    "parameters": {"type": "object", "properties": {
+        "question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}},
+        "required": ["question"], "additionalProperties": False}}}
+
+
+class Agent:
+    """Runs one user turn against the session's history (``messages`` is mutated in place)."""
+
+    def __init__(self, cfg: AgentConfig, log: NativeLog, chat: ChatClient, mcp: McpBridge | None,
+                 *, session_id: str, next_child: int, save: Callable[[], None]):
+        self.cfg = cfg
+        self.log = log
+        self.chat = chat
+        self.mcp = mcp
+        self.session_id = session_id
+        self.next_child = next_child
+        self.save = save
+        self.model_calls = 0
+        self.tool_calls = 0
+        self.failed: list[str] = []
+        self.evidence: list[str] = []
+        self.receipts: list[dict[str, Any]] = []
+        self.children: dict[str, Child] = {}
+        self._requests = 0
+        self._done = asyncio.Event()
+
+    # ------------------------------------------------------------------ helpers
+    def _mask(self, text: str) -> str:
+        return self.cfg.redactor.text(text) if self.cfg.redactor is not None else text
+
+    def _write(self, type_: Any, data: dict[str, Any], p: Principal) -> None:
+        self.log.write(type_, data, principal_id=p.id, parent_principal_id=p.parent)
+
+    def _tools(self, p: Principal) -> list[dict[str, Any]]:
+        decls = list(T.BUILTIN_TOOLS.values()) + (self.mcp.declarations() if self.mcp else [])
+        if p.parent is None:
+            decls += [SPAWN_TOOL, STATUS_TOOL] + ([ASK_TOOL] if self.cfg.ask_user else [])
+        return decls
+
+    def _pending(self) -> list[str]:
+        return [c.id for c in self.children.values() if c.background and c.status == "pending"]
+
+    # ------------------------------------------------------------------ model requests
+    async def _request(self, p: Principal, messages: list[dict[str, Any]]) -> ChatResponse:
+        if self.cfg.max_model_calls is not None and self.model_calls >= self.cfg.max_model_calls:
+            msg = f"model-call budget of {self.cfg.max_model_calls} used up; stopping before another request"
+            self._write("error", {"kind": "budget", "message": msg}, p)
+            raise _Stop("budget_exhausted", msg)
+        remaining = self.cfg.deadline - time.monotonic()
+        if remaining <= 0:
+            self._write("error", {"kind": "deadline", "message": "turn deadline reached"}, p)
+            raise _Stop("deadline", "the turn deadline was reached before the work finished")
+        if self.mcp is not None:
+            await self.mcp.refresh()
+        tools = self._tools(p)
+        body = self.chat.body(self.cfg.model, messages, tools)
+        self._requests += 1
+        request_id = f"req-{self.log.turn}-{self._requests}"
+        params = {k: v for k, v in body.items() if k not in ("messages", "tools", "model")}
+        self._write("request", {"request_id": request_id, "model": self.cfg.model, "url": self.chat.url,
+                                "messages": messages, "tools": tools, "params": params}, p)
+        headers = {"x-tt-session-id": self.session_id, "x-tt-principal-id": p.id}
+        if p.parent:
+            headers["x-tt-parent-principal-id"] = p.parent
+        self.model_calls += 1
+        try:
+            resp = await self.chat.complete(body, headers, timeout_s=max(remaining, 1.0))
+        except ChatError as exc:
+            self._write("error", {"kind": exc.kind, "message": str(exc), "request_id": request_id,
+                                  "http_status": exc.http_status}, p)
+            raise _Stop("error", f"model request failed: {exc}") from exc
+        self._write("response", {"request_id": request_id, **resp.record()}, p)
+        return resp
+
+    # ------------------------------------------------------------------ the loop
+    async def loop(self, p: Principal, messages: list[dict[str, Any]]) -> tuple[str, str]:
+        """Run until a final answer; returns ``(status, final_text)``."""
+        main = p.parent is None
+        steps = 0
+        after_final = False  # the parent already answered and is reactivated by a notification
+        try:
+            while True:
+                if main:
+                    self._deliver_finished(messages, after_final)
+                    after_final = False
+                resp = await self._request(p, messages)
+                assistant: dict[str, Any] = {"role": "assistant", "content": resp.content or None}
+                calls = [(c.id or f"ref_{uuid.uuid4().hex[:12]}", c.id is None, c) for c in resp.tool_calls]
+                if calls:
+                    assistant["tool_calls"] = [{"id": cid, "type": "function", "function": {
+                        "name": c.name, "arguments": c.arguments or "{}"}} for cid, _, c in calls]
+                messages.append(assistant)
+                if main:
+                    self.save()
+                if calls:
+                    for cid, generated, c in calls:
+                        content = await self._run_tool(p, cid, generated, c.name, c.arguments)
+                        messages.append({"role": "tool", "tool_call_id": cid, "content": content})
+                        if main:
+                            self.save()
+                    steps += 1
+                    if steps >= self.cfg.max_steps:
+                        raise _Stop("incomplete", f"step limit of {self.cfg.max_steps} tool rounds reached")
+                    continue
+                if main and self._pending():
+                    if await self._wait_children(self.cfg.deadline - time.monotonic() - 2.0):
+                        after_final = True
+                        continue
+                    return "incomplete", resp.content
+                return "completed", resp.content
+        except _Stop as stop:
+            return stop.status, str(stop)
+
+    # ------------------------------------------------------------------ tools
+    async def _run_tool(self, p: Principal, call_id: str, generated: bool, name: str, raw_args: str) -> str:
+        self.tool_calls += 1
+        try:
+            args = json.loads(raw_args) if raw_args.strip() else {}
+            bad = None if isinstance(args, dict) else "arguments must be a JSON object"
+        except ValueError as exc:
+            args, bad = raw_args, f"invalid JSON arguments: {exc}"
+        self._write("tool_call", {"call_id": call_id, "name": name, "arguments": args,
+                                  "id_generated": generated}, p)
+        if bad:
+            out = T.ToolOutcome(f"{name}: {bad}", is_error=True, status="error")
+        else:
+            out = await self._dispatch(p, call_id, name, args)
+        out.content = self._mask(out.content)
+        self._write("tool_result", {"call_id": call_id, "name": name, **out.record()}, p)
+        if out.is_error:
+            self.failed.append(call_id)
+        else:
+            self.evidence.append(call_id)
+            if name.startswith(PREFIX):
+                try:
+                    payload = json.loads(out.content)
+                except ValueError:
+                    payload = None
+                for key, value in find_receipts([out.structured_content, payload]):
+                    entry = {"call_id": call_id, "tool": name, "key": key, "value": value}
+                    if entry not in self.receipts:
+                        self.receipts.append(entry)
+        return out.content
+
+    async def _dispatch(self, p: Principal, call_id: str, name: str, args: dict[str, Any]) -> T.ToolOutcome:
+        rule = T.find_denial(self.cfg.deny, name, args)
+        if rule is not None and self.cfg.mutant != "execute_denied":
+            reason = f"{name} call matches deny rule {rule.text!r} of this task's permission policy"
+            self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": "permission",
+                                   "decision": "deny", "rule": rule.text, "reason": reason,
+                                   "reason_visible_to_model": True, "execution_started": False}, p)
+            return T.ToolOutcome(f"Permission denied: {reason}; it was not run.", is_error=True, status="denied")
+        ws = self.cfg.workspace
+        if name == "shell":
+            timeout = min(float(args.get("timeout_s") or T.DEFAULT_SHELL_TIMEOUT_S), T.MAX_SHELL_TIMEOUT_S)
+            return await asyncio.to_thread(T.run_shell, str(args.get("command", "")), cwd=ws,
+                                           env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
+                                           mutant=self.cfg.mutant)
+        if name == "read_file":
+            return await asyncio.to_thread(T.read_file, ws, args, self.cfg.mutant)
+        if name == "write_file":
+            return await asyncio.to_thread(T.write_file, ws, args)
+        if name == "edit_file":
+            return await asyncio.to_thread(T.edit_file, ws, args)
+        if self.mcp is not None and name in self.mcp.tools:
+            return await self.mcp.call(name, args, self.cfg.mutant)
+        if p.parent is None and name == "spawn_subagent":
+            return await self._spawn(p, args)
+        if p.parent is None and name == "subagent_status":
+            return await self._status(p, args)
+        if p.parent is None and name == "ask_user" and self.cfg.ask_user is not None:
+            return await self._ask(p, call_id, args)
+        return T.ToolOutcome(f"Unknown tool {name!r}; declared tools: "
+                             f"{', '.join(t['function']['name'] for t in self._tools(p))}", is_error=True,
+                             status="error")
+
+    async def _ask(self, p: Principal, call_id: str, args: dict[str, Any]) -> T.ToolOutcome:
+        assert self.cfg.ask_user is not None
+        question, options = str(args.get("question", "")), args.get("options")
+        try:
+            answer = await asyncio.to_thread(self.cfg.ask_user.answer, question, options, call_id=call_id,
+                                             turn=self.log.turn)
+        except AskUserError as exc:
+            self._write("ask_user", {"call_id": call_id, "question": question, "answer": None,
+                                     "source": self.cfg.ask_user.source, "error": str(exc)}, p)
+            return T.ToolOutcome(f"ask_user failed: {exc}", is_error=True, status="error")
+        self._write("ask_user", {"call_id": call_id, "question": question, "answer": answer,
+                                 "source": self.cfg.ask_user.source}, p)
+        return T.ToolOutcome(answer)
+
+    # ------------------------------------------------------------------ sub-agents
+    async def _spawn(self, p: Principal, args: dict[str, Any]) -> T.ToolOutcome:
+        prompt = str(args.get("prompt", ""))
+        if not prompt:
+            return T.ToolOutcome("spawn_subagent: 'prompt' is required", is_error=True, status="error")
+        background = bool(args.get("background"))
+        child = Child(f"child-{self.next_child}", background)
+        self.next_child += 1
+        self.children[child.id] = child
+        cp = Principal(child.id, p.id)
+        self._write("subagent", {"action": "spawn", "child_principal_id": child.id, "background": background,
+                                 "status": "pending", "description": args.get("description"), "prompt": prompt,
+                                 "pending_child_ids": self._pending()}, p)
+        child.task = asyncio.create_task(self._run_child(child, cp, prompt))
+        if not background:
+            await child.task
+            return T.ToolOutcome(self._deliver(child, p, reactivated=False),
+                                 is_error=child.status != "completed", status=child.status)
+        if self.cfg.mutant == "premature_subagent_done":
+            # The defect: the harness reports the child done at once, while it still runs.
+            child.status, child.delivered = "completed", True
+            self._write("subagent", {"action": "finish", "child_principal_id": child.id, "background": True,
+                                     "status": "completed", "final_text": ""}, cp)
+            text = f"Sub-agent {child.id} finished (status: completed).\n(no output)"
+            self._write("subagent", {"action": "deliver", "child_principal_id": child.id, "status": "completed",
+                                     "final_text": "", "model_visible_content": text, "parent_reactivated": False,
+                                     "pending_child_ids": self._pending()}, p)
+            return T.ToolOutcome(text)
+        return T.ToolOutcome(f"Sub-agent {child.id} started in the background (status: pending). Its result "
+                             "will be delivered to you when it finishes; subagent_status shows progress.",
+                             status="pending")
+
+    async def _run_child(self, child: Child, cp: Principal, prompt: str) -> tuple[str, str]:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": child_system_prompt(child.id, self.cfg.workspace)},
+            {"role": "user", "content": prompt}]
+        try:
+            status, text = await self.loop(cp, messages)
+        except Exception as exc:  # noqa: BLE001 - a crashed child is reported to the parent, not raised
+            status, text = "error", f"sub-agent crashed: {type(exc).__name__}: {exc}"
+        if child.delivered and self.cfg.mutant == "premature_subagent_done":
+            return status, text  # already reported done; the real end goes unnoticed
+        child.status, child.final_text = status, text
+        self._write("subagent", {"action": "finish", "child_principal_id": child.id, "background": child.background,
+                                 "status": status, "final_text": text}, cp)
+        self._done.set()
+        return status, text
+
+    def _deliver(self, child: Child, p: Principal, *, reactivated: bool) -> str:
+        child.delivered = True
+        text = f"Sub-agent {child.id} finished (status: {child.status}).\n{child.final_text}"
+        self._write("subagent", {"action": "deliver", "child_principal_id": child.id, "status": child.status,
+                                 "final_text": child.final_text, "model_visible_content": text, "parent_reactivated": reactivated,
+                                 "pending_child_ids": self._pending()}, p)
+        return text
+
+    def _deliver_finished(self, messages: list[dict[str, Any]], after_final: bool) -> bool:
+        """Hand finished background children's results to the main agent as a user-role note."""
+        ready = [c for c in self.children.values() if c.background and not c.delivered and c.status != "pending"]
+        if not ready:
+            return False
+        p = Principal(MAIN)
+        notes = [self._deliver(c, p, reactivated=after_final) for c in ready]
+        messages.append({"role": "user", "content": "[sub-agent notification]\n" + "\n\n".join(notes)})
+        self.save()
+        return True
+
+    async def _wait_children(self, timeout_s: float) -> bool:
+        """Wait until a pending background child finishes; False when the time ran out."""
+        end = time.monotonic() + max(timeout_s, 0.0)
+        while self._pending():
+            self._done.clear()
+            if any(c.status != "pending" and not c.delivered for c in self.children.values()):
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._done.wait(), timeout=left)
+            except TimeoutError:
+                return False
+        return True
+
+    async def _status(self, p: Principal, args: dict[str, Any]) -> T.ToolOutcome:
+        wait_s = float(args.get("wait_s") or 0)
+        if wait_s > 0 and self._pending():
+            end = time.monotonic() + min(wait_s, max(self.cfg.deadline - time.monotonic() - 2.0, 0.0))
+            while self._pending() and time.monotonic() < end:
+                self._done.clear()
+                try:
+                    await asyncio.wait_for(self._done.wait(), timeout=end - time.monotonic())
+                except TimeoutError:
+                    break
+        lines = []
+        for c in self.children.values():
+            if not c.background:
+                continue
+            if c.status != "pending" and not c.delivered:
+                lines.append(self._deliver(c, p, reactivated=False))
+            else:
+                lines.append(f"Sub-agent {c.id}: {c.status}" + (" (result already delivered)" if c.delivered else ""))
+        return T.ToolOutcome("\n".join(lines) or "No background sub-agents.")
+
+    async def abandon_pending(self) -> list[str]:
+        """Cancel children still running at the end of the turn; returns their ids."""
+        pending = self._pending()
+        for cid in pending:
+            child = self.children[cid]
+            if child.task is not None:
+                child.task.cancel()
+            self._write("subagent", {"action": "abandon", "child_principal_id": cid, "background": True,
+                                     "status": "pending", "pending_child_ids": pending}, Principal(MAIN))
+        for c in self.children.values():
+            if c.task is not None and not c.task.done():
+                c.task.cancel()
+        return pending
+
+    # ------------------------------------------------------------------ completion
+    def complete(self, status: str, final_text: str, pending: list[str]) -> dict[str, Any]:
+        """Write the turn's final native completion record and return its data."""
+        data = {"status": status, "final_text": final_text, "model_calls": self.model_calls,
+                "tool_calls": self.tool_calls, "failed_tool_call_ids": list(self.failed),
+                "evidence_call_ids": list(self.evidence), "receipts": list(self.receipts),
+                "pending_child_ids": pending}
+        if self.cfg.mutant == "claim_without_receipt":
+            data.update(evidence_call_ids=[], receipts=[])
+        self._write("completion", data, Principal(MAIN))
+        return data
+
+
+def system_prompt(workspace: Path, credentials: dict[str, str], leak: bool) -> str:
+    text = (f"You are the TraceTrial reference agent, working in the folder {workspace}.\n"
+            "Use the tools to do the user's task. Tool results are reported exactly as they happened "
+            "(exit codes, stderr, truncation notices, timeouts, errors). When you are done, answer with "
+            "a final message without tool calls.")
+    if credentials:
+        if leak:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(credentials.items()))
+            text += f"\nCredentials set in the environment: {shown}"
+        else:
+            text += f"\nCredentials set in the environment (values hidden): {', '.join(sorted(credentials))}"
+    return text
+
+
+def child_system_prompt(child_id: str, workspace: Path) -> str:
+    return (f"You are sub-agent {child_id} of the TraceTrial reference agent, working in the folder "
+            f"{workspace}. Do the delegated task in the user message with the tools; your final message "
+            "(without tool calls) is returned to the parent agent.")

@@ -1,0 +1,224 @@
+"""``python -m harnesses.reference``: run one user turn of the reference harness.
+
+::
+
+    python -m harnesses.reference --base-url http://127.0.0.1:4000/v1 --model probe \\
+        --workspace <dir> --log <run>/native/reference-events.jsonl \\
+        --session-dir <run>/native/sessions --new-session --session-id s-1 --turn 1 \\
+        --prompt "Run the build" [--mcp-config servers.json] [--deny 'rm -rf *'] \\
+        [--ask-user-command CMD | --ask-user-answers answers.json] [--secrets-file secrets.json] \\
+        [--max-model-calls N] [--deadline-s S] [--mutant hide_exit_code]
+
+    ... --resume s-1 --turn 2 --prompt "Now publish it"
+
+The API key is read from ``$OPENAI_API_KEY`` (``--api-key-env``). stdout gets one
+JSON line (``{"type": "result", "session_id", "status", "final_text", …}``);
+diagnostics go to stderr. Exit status: 0 when the turn completed, 1 when it
+stopped otherwise (provider error, budget, deadline, pending children), 2 on a
+usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harnesses.reference import __version__
+from harnesses.reference import tools as T
+from harnesses.reference.agent import MAIN, Agent, AgentConfig, Principal, system_prompt
+from harnesses.reference.ask_user import AskUserChannel
+from harnesses.reference.chat import ChatClient
+from harnesses.reference.mcp_tools import McpBridge, load_config
+from harnesses.reference.mutants import MUTANTS, UnknownMutantError, check_mutant
+from harnesses.reference.records import NativeLog, SessionRecord, SessionStore, utc_stamp
+from tracetrial.redact import CREDENTIAL_ENV_VARS, Redactor
+
+#: Environment variable names treated as credentials (besides the kernel's known list).
+CREDENTIAL_NAME = re.compile(r"(?i)(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)($|_)")
+INTERRUPTED = "No result: the harness stopped before this call finished (it may or may not have run)."
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harnesses.reference",
+                                description="TraceTrial reference harness: run one user turn.")
+    p.add_argument("--version", action="version", version=f"tt-reference {__version__}")
+    p.add_argument("--base-url", required=True, help="Chat Completions base URL (POST {base}/chat/completions)")
+    p.add_argument("--model", required=True)
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the API key")
+    p.add_argument("--workspace", type=Path, default=Path.cwd())
+    p.add_argument("--log", type=Path, required=True, help="native JSONL event log (appended)")
+    p.add_argument("--session-dir", type=Path, required=True)
+    s = p.add_mutually_exclusive_group(required=True)
+    s.add_argument("--new-session", action="store_true", help="start a new session (no history)")
+    s.add_argument("--resume", metavar="ID", help="continue session ID with its full history")
+    p.add_argument("--session-id", help="id of the new session (default: generated)")
+    p.add_argument("--replay-from", metavar="ID", help="new session seeded with session ID's history")
+    p.add_argument("--turn", type=int, default=1, help="the user turn index (recorded in every event)")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt")
+    g.add_argument("--prompt-file", type=Path)
+    p.add_argument("--deadline-s", type=float, default=600.0, help="no new model request after this")
+    p.add_argument("--mcp-config", type=Path, help='{"servers": {name: {command, args, env}}}')
+    p.add_argument("--mcp-timeout-s", type=float, default=120.0)
+    p.add_argument("--deny", action="append", default=[], metavar="RULE",
+                   help="deny rule '[tool:]glob' (shell commands by default); repeatable")
+    p.add_argument("--ask-user-command", help="shell command answering a JSON question on stdin")
+    p.add_argument("--ask-user-answers", type=Path, help="answers JSON file")
+    p.add_argument("--secrets-file", type=Path, help="JSON list of values to mask (besides env credentials)")
+    p.add_argument("--max-model-calls", type=int, help="model requests allowed in this invocation")
+    p.add_argument("--max-steps", type=int, default=60, help="tool rounds per principal")
+    p.add_argument("--mutant", help=f"seeded defect: {', '.join(sorted(MUTANTS))}")
+    return p
+
+
+def credentials(env: dict[str, str], own_key_var: str) -> dict[str, str]:
+    """Credential-looking variables of ``env`` (values of 8+ characters), the harness's own key excluded."""
+    return {k: v for k, v in env.items()
+            if k != own_key_var and len(v) >= 8 and (k in CREDENTIAL_ENV_VARS or CREDENTIAL_NAME.search(k))}
+
+
+def repair_dangling(messages: list[dict[str, Any]]) -> list[str]:
+    """Give every tool call without a result an explicit 'no result' answer; returns their ids."""
+    out: list[dict[str, Any]] = []
+    missing: list[str] = []
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        out.append(msg)
+        i += 1
+        if msg.get("role") != "assistant" or not msg.get("tool_calls"):
+            continue
+        answered = set()
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answered.add(messages[i].get("tool_call_id"))
+            out.append(messages[i])
+            i += 1
+        for call in msg["tool_calls"]:
+            if call.get("id") not in answered:
+                missing.append(call["id"])
+                out.append({"role": "tool", "tool_call_id": call["id"], "content": INTERRUPTED})
+    messages[:] = out
+    return missing
+
+
+def forget_turns(messages: list[dict[str, Any]]) -> None:
+    """The ``lose_turn_fact`` defect: keep the system prompt and assistant text only."""
+    kept = []
+    for m in messages:
+        if m.get("role") == "system":
+            kept.append(m)
+        elif m.get("role") == "assistant" and m.get("content"):
+            kept.append({"role": "assistant", "content": m["content"]})
+    messages[:] = kept
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """The runner's wall clock: commands run in their own process groups, so end them first."""
+    T.end_background_processes()
+    os._exit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    ap = parser()
+    args = ap.parse_args(argv)
+    try:
+        mutant = check_mutant(args.mutant)
+    except UnknownMutantError as exc:
+        ap.error(str(exc))
+    env = dict(os.environ)
+    api_key = env.get(args.api_key_env, "")
+    creds = credentials(env, args.api_key_env)
+    secrets: list[str] = []
+    if args.secrets_file is not None:
+        secrets = [str(s) for s in json.loads(args.secrets_file.read_text(encoding="utf-8"))]
+    leak = mutant == "leak_secret"
+    redactor = None if leak else Redactor({v for v in (*creds.values(), *secrets, api_key) if v and len(v) >= 4})
+    workspace = args.workspace.resolve()
+    store = SessionStore(args.session_dir)
+    try:
+        if args.resume:
+            record = store.load(args.resume)
+            action = "resume"
+        else:
+            now = utc_stamp()
+            record = SessionRecord(session_id=args.session_id or f"s-{uuid.uuid4().hex[:12]}", created_at=now,
+                                   updated_at=now, harness_version=__version__,
+                                   messages=[{"role": "system", "content": system_prompt(workspace, creds, leak)}])
+            if args.replay_from:
+                record.messages = store.load(args.replay_from).messages
+            action = "new"
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"tt-reference: {exc}", file=sys.stderr)
+        return 2
+    prompt = args.prompt if args.prompt is not None else args.prompt_file.read_text(encoding="utf-8")
+    log = NativeLog(args.log, session_id=record.session_id, turn=args.turn, redactor=redactor)
+    restored = len(record.messages) if args.resume or args.replay_from else 0
+    dangling = repair_dangling(record.messages) if action == "resume" else []
+    if action == "resume" and mutant == "lose_turn_fact":
+        forget_turns(record.messages)
+    log.write("session", {"action": action, "session_id": record.session_id,
+                          "history_replayed": bool(args.resume or args.replay_from), "replayed_from": args.replay_from,
+                          "messages_restored": restored, "mutant": mutant, "harness_version": __version__})
+    for call_id in dangling:
+        log.write("tool_result", {"call_id": call_id, "name": None, "content": INTERRUPTED, "is_error": True,
+                                  "status": "interrupted", "exit_code": None, "duration_s": None, "truncated": None,
+                                  "omitted_bytes": None, "saved_paths": [], "structured_content": None})
+    record.messages.append({"role": "user", "content": prompt})
+    record.turns.append(args.turn)
+    store.save(record, redactor)
+
+    cfg = AgentConfig(
+        workspace=workspace, model=args.model, deadline=time.monotonic() + args.deadline_s,
+        shell_env={k: v for k, v in env.items() if k != args.api_key_env},
+        deny=[T.DenyRule.parse(r) for r in args.deny], mutant=mutant, max_model_calls=args.max_model_calls,
+        max_steps=args.max_steps, ask_user=AskUserChannel.from_args(args.ask_user_command, args.ask_user_answers),
+        redactor=redactor, turn=args.turn)
+    servers = load_config(args.mcp_config.read_text(encoding="utf-8")) if args.mcp_config else []
+    result = asyncio.run(_run(cfg, log, record, store, api_key, args.base_url, servers, args.mcp_timeout_s))
+    print(json.dumps({"type": "result", **result}, ensure_ascii=False))
+    sys.stdout.flush()
+    return 0 if result["status"] == "completed" else 1
+
+
+async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: SessionStore, api_key: str,
+               base_url: str, servers: list[Any], mcp_timeout_s: float) -> dict[str, Any]:
+    chat = ChatClient(base_url, api_key)
+    mcp = McpBridge(servers, cwd=str(cfg.workspace), timeout_s=mcp_timeout_s) if servers else None
+    agent = Agent(cfg, log, chat, mcp, session_id=record.session_id, next_child=record.next_child,
+                  save=lambda: store.save(record, cfg.redactor))
+    try:
+        if mcp is not None:
+            await mcp.start()
+            for err in mcp.errors:
+                log.write("error", {"kind": "harness_error", "message": err})
+        status, final = await agent.loop(Principal(MAIN), record.messages)
+        pending = await agent.abandon_pending()
+        if pending and status == "completed":
+            status = "incomplete"
+        if status != "completed":
+            print(f"tt-reference: turn {cfg.turn} ended with status {status}: {final}", file=sys.stderr)
+        data = agent.complete(status, final, pending)
+    finally:
+        for c in agent.children.values():
+            if c.task is not None and not c.task.done():
+                c.task.cancel()
+        if mcp is not None:
+            await mcp.aclose()
+        await chat.aclose()
+        T.end_background_processes()
+        record.next_child = agent.next_child
+        store.save(record, cfg.redactor)
+    return {"session_id": record.session_id, "status": data["status"], "final_text": data["final_text"],
+            "model_calls": data["model_calls"], "tool_calls": data["tool_calls"],
+            "pending_child_ids": data["pending_child_ids"]}

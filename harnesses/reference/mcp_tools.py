@@ -1,0 +1,185 @@
+"""The task's MCP tools: stdio servers through the official ``mcp`` SDK client.
+
+Each server's tools are declared to the model as ``mcp__<server>__<tool>`` with
+their real input schemas and descriptions. A result is relayed to the model as
+the JSON of the MCP result itself — ``{"isError": …, "content": […],
+"structuredContent": …}`` — so the error flag and the structured content
+arrive intact (Chat Completions has no error field on tool messages). A
+``notifications/tools/list_changed`` marks the server for a re-list before the
+next model request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnesses.reference.tools import ToolOutcome
+
+PREFIX = "mcp__"
+#: Keys whose scalar values in a successful result are recorded as receipts.
+RECEIPT_KEY = re.compile(r"(?i)receipt|confirmation")
+
+
+@dataclass
+class ServerConfig:
+    """One entry of ``--mcp-config`` (``{"servers": {name: {command, args, env}}}``)."""
+
+    name: str
+    command: str
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def load_config(text: str) -> list[ServerConfig]:
+    data = json.loads(text)
+    servers: dict[str, Any] = (data.get("servers") or data.get("mcpServers") or {}) if isinstance(data, dict) else {}
+    return [ServerConfig(name, str(v["command"]), [str(a) for a in v.get("args", [])],
+                         {str(k): str(x) for k, x in (v.get("env") or {}).items()})
+            for name, v in servers.items()]
+
+
+def wire_name(server: str, tool: str) -> str:
+    return f"{PREFIX}{server}__{tool}"
+
+
+def drop_nested_field(arguments: Any) -> Any:
+    """The ``drop_tool_arg_field`` defect: remove the last key of the first nested object
+    (depth >= 1, searched depth-first in key order) from a copy of ``arguments``."""
+    data = json.loads(json.dumps(arguments))
+
+    def visit(node: Any, depth: int) -> bool:
+        if isinstance(node, dict):
+            if depth >= 1 and node:
+                node.pop(list(node)[-1])
+                return True
+            return any(visit(v, depth + 1) for v in node.values())
+        if isinstance(node, list):
+            return any(visit(v, depth + 1) for v in node)
+        return False
+
+    visit(data, 0)
+    return data
+
+
+def find_receipts(value: Any) -> list[tuple[str, Any]]:
+    """``(key, value)`` for every scalar under a receipt-like key, depth-first."""
+    out: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if RECEIPT_KEY.search(str(k)) and isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                out.append((str(k), v))
+            else:
+                out.extend(find_receipts(v))
+    elif isinstance(value, list):
+        for v in value:
+            out.extend(find_receipts(v))
+    return out
+
+
+class McpBridge:
+    """Connected MCP servers of one harness process."""
+
+    def __init__(self, servers: list[ServerConfig], *, cwd: str, timeout_s: float = 120.0):
+        self.servers = servers
+        self.cwd = cwd
+        self.timeout_s = timeout_s
+        self.clients: dict[str, Any] = {}  # server name -> connected mcp.Client
+        self.tools: dict[str, tuple[str, Any]] = {}  # wire name -> (server, mcp Tool)
+        self.errors: list[str] = []
+        self._dirty: set[str] = set()
+        self._stack = AsyncExitStack()
+
+    async def start(self) -> None:
+        """Connect every server and list its tools; failures are kept in :attr:`errors`."""
+        from mcp import (  # imported on use: ~0.5 s, only MCP runs pay it
+            Client,
+            StdioServerParameters,
+        )
+
+        for cfg in self.servers:
+            params = StdioServerParameters(command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=self.cwd)
+            try:
+                client = Client(params, message_handler=self._handler(cfg.name),
+                                read_timeout_seconds=self.timeout_s)
+                self.clients[cfg.name] = await self._stack.enter_async_context(client)
+                await self._list(cfg.name)
+            except Exception as exc:  # noqa: BLE001 - a broken server is reported, not fatal
+                self.errors.append(f"MCP server {cfg.name!r} ({cfg.command}) failed to start: "
+                                   f"{type(exc).__name__}: {exc}")
+                print(self.errors[-1], file=sys.stderr)
+
+    def _handler(self, server: str) -> Any:
+        from mcp_types import ToolListChangedNotification
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, ToolListChangedNotification):
+                self._dirty.add(server)
+            elif isinstance(message, Exception):
+                print(f"MCP server {server!r}: {type(message).__name__}: {message}", file=sys.stderr)
+        return handle
+
+    async def _list(self, server: str) -> None:
+        result = await self.clients[server].list_tools(cache_mode="refresh")
+        for name in [n for n, (s, _) in self.tools.items() if s == server]:
+            del self.tools[name]
+        for tool in result.tools:
+            self.tools[wire_name(server, tool.name)] = (server, tool)
+
+    async def refresh(self) -> list[str]:
+        """Re-list servers that announced a changed tool list; returns their names."""
+        changed = sorted(self._dirty)
+        self._dirty.clear()
+        for server in changed:
+            try:
+                await self._list(server)
+            except Exception as exc:  # noqa: BLE001
+                print(f"MCP server {server!r}: re-listing tools failed: {exc}", file=sys.stderr)
+        return changed
+
+    def declarations(self) -> list[dict[str, Any]]:
+        out = []
+        for name, (server, tool) in self.tools.items():
+            desc = tool.description or f"Tool {tool.name} of MCP server {server}."
+            out.append({"type": "function", "function": {
+                "name": name, "description": desc,
+                "parameters": tool.input_schema or {"type": "object", "properties": {}}}})
+        return out
+
+    async def call(self, name: str, arguments: dict[str, Any], mutant: str | None) -> ToolOutcome:
+        server, tool = self.tools[name]
+        if mutant == "drop_tool_arg_field":
+            arguments = drop_nested_field(arguments)
+        started = time.monotonic()
+        try:
+            result = await self.clients[server].call_tool(
+                tool.name, arguments, read_timeout_seconds=self.timeout_s)
+        except TimeoutError:
+            return ToolOutcome(
+                f"MCP call {name} got no answer within {self.timeout_s:g} s; the request was sent, so the "
+                "server may or may not have applied it (state unknown).", is_error=True, status="timed_out",
+                duration_s=round(time.monotonic() - started, 3))
+        except Exception as exc:  # noqa: BLE001 - protocol errors are relayed as errors
+            return ToolOutcome(f"MCP call {name} failed: {type(exc).__name__}: {exc}", is_error=True,
+                               status="error", duration_s=round(time.monotonic() - started, 3))
+        is_error = bool(result.is_error) and mutant != "hide_tool_error"
+        relay: dict[str, Any] = {
+            "isError": is_error,
+            "content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
+        }
+        if result.structured_content is not None:
+            relay["structuredContent"] = result.structured_content
+        return ToolOutcome(json.dumps(relay, ensure_ascii=False), is_error=is_error,
+                           status="error" if is_error else "ok", duration_s=round(time.monotonic() - started, 3),
+                           structured_content=result.structured_content)
+
+    async def aclose(self) -> None:
+        try:
+            await self._stack.aclose()
+        except Exception as exc:  # noqa: BLE001 - shutdown noise must not change the turn's result
+            print(f"MCP shutdown: {type(exc).__name__}: {exc}", file=sys.stderr)

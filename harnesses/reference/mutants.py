@@ -1,0 +1,98 @@
+"""Seeded-defect mutants of the reference harness, selected as ``reference+<defect>``.
+
+Each mutant changes exactly one behaviour of the faithful harness; everything
+else (tools, wire format, native log, normalizer) stays identical, so a task
+that targets the property should fail its targeted criteria and nothing else.
+
+============================  ==============  ================================  ==========================================================
+defect                        component       property it breaks                the one behaviour that changes
+============================  ==============  ================================  ==========================================================
+``hide_exit_code``            Execution       exit-code fidelity                the exit status is never shown (no ``Exit code N`` line)
+                                                                                and a non-zero exit is recorded as success (``is_error``
+                                                                                false, ``exit_code`` 0)
+``drop_stderr``               Execution       stderr capture                    the command's stderr is discarded (not shown, not recorded)
+``truncate_silently``         Context         truncation disclosure             output over 16 KiB is cut with no notice, no saved file
+                                                                                and no truncation fields in the record
+``misreport_omitted``         Context         truncation disclosure             the truncation notice (and record) states half the real
+                                                                                omitted byte count (total adjusted to match the lie)
+``ignore_timeout``            Execution       timeout behaviour                 the shell timeout is never enforced: the command runs on
+                                                                                until it ends or the runner's wall clock kills the turn
+``lose_turn_fact``            Context         cross-turn fact retention /       on resume the earlier user messages and tool results are
+                                              session-resume fidelity           dropped from the history (assistant text is kept)
+``leak_secret``               Governance      secret/credential redaction       credential values (env credentials, planted secrets) are
+                                                                                not masked: they reach the model input and native records,
+                                                                                and the system prompt's environment line shows the values
+``execute_denied``            Governance      execution governance              the task's deny rules are ignored: denied commands run
+                                                                                and no denial ``policy`` record is written
+``drop_tool_arg_field``       Tools           argument transport                the last key of the first nested object in MCP tool
+                                                                                arguments is dropped before the call
+``premature_subagent_done``   Lifecycle       pending-child handling            a background child is reported finished (to the model and
+                                                                                in the records) at spawn time while it is still running
+``claim_without_receipt``     Verification    citable completion receipts /     the final completion record keeps ``status: completed``
+                                              claim-execution consistency       but drops its receipts and evidence call ids
+``hide_tool_error``           Observability   tool-error relay                  an MCP result with ``isError: true`` is relayed as
+                                                                                ``isError: false`` (and recorded as a success)
+============================  ==============  ================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harnesses.registry import UnknownHarnessError
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One seeded defect."""
+
+    name: str
+    component: str
+    property: str
+    behaviour: str
+
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant("hide_exit_code", "Execution", "exit_code_fidelity",
+               "exit status never shown; non-zero exit recorded as success"),
+        Mutant("drop_stderr", "Execution", "stderr_capture", "stderr discarded"),
+        Mutant("truncate_silently", "Context", "truncation_disclosure",
+               "large output cut with no notice and no saved file"),
+        Mutant("misreport_omitted", "Context", "truncation_disclosure",
+               "truncation notice states half the omitted bytes"),
+        Mutant("ignore_timeout", "Execution", "timeout_behaviour", "shell timeout never enforced"),
+        Mutant("lose_turn_fact", "Context", "cross_turn_fact_retention",
+               "earlier user messages and tool results dropped on resume"),
+        Mutant("leak_secret", "Governance", "secret_credential_redaction",
+               "credential values not masked in model input and native records"),
+        Mutant("execute_denied", "Governance", "execution_governance", "deny rules ignored"),
+        Mutant("drop_tool_arg_field", "Tools", "argument_transport",
+               "one nested field of MCP tool arguments dropped"),
+        Mutant("premature_subagent_done", "Lifecycle", "pending_child_handling",
+               "background child reported done at spawn"),
+        Mutant("claim_without_receipt", "Verification", "citable_completion_receipts",
+               "final completion record drops receipts and evidence"),
+        Mutant("hide_tool_error", "Observability", "tool_error_relay", "MCP isError relayed as success"),
+    )
+}
+
+
+class UnknownMutantError(UnknownHarnessError):
+    """``reference+<defect>`` names a defect that does not exist."""
+
+
+def check_mutant(name: str | None) -> str | None:
+    """Return ``name`` when it is a known defect (or ``None``).
+
+    Raises:
+        UnknownMutantError: the defect is unknown; the message lists the known ones.
+    """
+    if name is None or name in MUTANTS:
+        return name
+    known = ", ".join(sorted(MUTANTS))
+    raise UnknownMutantError(
+        f"unknown reference-harness mutant {name!r}; known defects: {known} "
+        f"(select one as 'reference+<defect>')"
+    )

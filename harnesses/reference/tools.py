@@ -1,0 +1,376 @@
+"""Built-in tools of the reference harness: shell, read_file, write_file, edit_file.
+
+Every result is honest (the faithful behaviour; a mutant flips exactly one rule):
+
+* ``shell`` runs ``bash -c <command>`` in a fresh process group in the workspace
+  (no state persists between calls). The result text starts with ``Exit code N``
+  and the record carries ``exit_code``; stderr is kept under a ``[stderr]``
+  label; a timeout kills the whole process group and says ``timed out after N s``.
+* Output over :data:`OUTPUT_LIMIT` bytes per stream is cut at a UTF-8 boundary;
+  the full stream is saved under ``<workspace>/.tt-outputs/`` and a notice gives
+  the bytes shown, the bytes omitted and the saved path.
+* Deny rules (the task's ``permissions.deny``) refuse a call before it runs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Bytes of one output stream shown to the model before it is truncated.
+OUTPUT_LIMIT = 16 * 1024
+#: Bytes of a file shown by ``read_file`` before it is truncated.
+READ_LIMIT = 256 * 1024
+#: Folder (inside the workspace) where full outputs of truncated commands are saved.
+OUTPUTS_DIR = ".tt-outputs"
+DEFAULT_SHELL_TIMEOUT_S = 120.0
+MAX_SHELL_TIMEOUT_S = 3600.0
+
+
+@dataclass
+class ToolOutcome:
+    """A tool's model-facing result plus the structured fields the native record keeps."""
+
+    content: str
+    is_error: bool = False
+    status: str = "ok"
+    exit_code: int | None = None
+    duration_s: float | None = None
+    truncated: bool | None = None
+    omitted_bytes: int | None = None
+    saved_paths: list[str] = field(default_factory=list)
+    structured_content: Any = None
+
+    def record(self) -> dict[str, Any]:
+        return {"content": self.content, "is_error": self.is_error, "status": self.status,
+                "exit_code": self.exit_code, "duration_s": self.duration_s, "truncated": self.truncated,
+                "omitted_bytes": self.omitted_bytes, "saved_paths": self.saved_paths,
+                "structured_content": self.structured_content}
+
+
+def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
+
+
+#: Chat Completions declarations of the built-in tools.
+BUILTIN_TOOLS: dict[str, dict[str, Any]] = {
+    "shell": _fn(
+        "shell",
+        "Run a command with bash in the workspace. Each call is a fresh process: cd and export do not "
+        "persist; background processes it starts run until the end of the turn. The result starts with "
+        "'Exit code N'; stderr follows a '[stderr]' line. Output over "
+        f"{OUTPUT_LIMIT} bytes per stream is truncated and saved to a file named in the notice.",
+        {"command": {"type": "string", "description": "The bash command line."},
+         "timeout_s": {"type": "number", "description": f"Kill the command after this many seconds "
+                       f"(default {DEFAULT_SHELL_TIMEOUT_S:g}, max {MAX_SHELL_TIMEOUT_S:g})."}},
+        ["command"]),
+    "read_file": _fn(
+        "read_file",
+        f"Read a text file (path relative to the workspace or absolute). Over {READ_LIMIT} bytes the "
+        "result is truncated with a notice; use offset/limit (lines) to read a part.",
+        {"path": {"type": "string"},
+         "offset": {"type": "integer", "description": "First line to return (1-based)."},
+         "limit": {"type": "integer", "description": "Number of lines to return."}},
+        ["path"]),
+    "write_file": _fn(
+        "write_file", "Write a whole file (parent folders are created).",
+        {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    "edit_file": _fn(
+        "edit_file", "Replace old_string by new_string in a file; old_string must occur exactly once "
+        "unless replace_all is true.",
+        {"path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"},
+         "replace_all": {"type": "boolean"}},
+        ["path", "old_string", "new_string"]),
+}
+
+
+# ----------------------------------------------------------------------------- deny rules
+
+_SEGMENT_RE = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_CLAUDE_STYLE = re.compile(r"^(?P<tool>[A-Za-z_][\w]*)\((?P<glob>.*)\)$")
+_TOOL_ALIASES = {"bash": "shell", "Bash": "shell", "exec": "shell", "Read": "read_file",
+                 "Write": "write_file", "Edit": "edit_file"}
+_TOOL_PREFIX = re.compile(r"^(?P<tool>shell|read_file|write_file|edit_file|ask_user|spawn_subagent|"
+                          r"mcp__[\w*-]+|bash|Bash|exec|Read|Write|Edit):(?P<glob>.*)$")
+#: Wrappers that run the command after them (``sudo rm x`` is an ``rm``).
+_WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "nice", "builtin"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+
+
+def _command_words(segment: str) -> list[str]:
+    """The words of one shell segment with wrappers and ``VAR=x`` prefixes removed and the
+    program reduced to its basename (``/bin/rm -f x`` -> ``['rm', '-f', 'x']``)."""
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        words = segment.split()
+    while words and (words[0] in _WRAPPERS or _ASSIGNMENT.match(words[0]) or
+                     (words[0].startswith("-") and len(words) > 1)):
+        words = words[1:]
+    if words:
+        words[0] = words[0].rsplit("/", 1)[-1]
+    return words
+
+
+@dataclass(frozen=True)
+class DenyRule:
+    """A deny rule of the task's permission policy.
+
+    Forms: ``<command prefix>`` (no wildcard: ``rm`` denies every ``rm …``, also ``/bin/rm``,
+    ``sudo rm`` and ``rm`` after ``&&``/``;``/``|``), a glob (``git push*``: matched against the
+    whole command and each segment), Claude-style ``Bash(rm:*)`` / ``rm:*`` (a prefix), or
+    ``<tool>:<glob>`` for another tool (``write_file:secrets/*`` against the path; other tools
+    against their JSON arguments).
+    """
+
+    text: str
+    tool: str
+    glob: str
+
+    @classmethod
+    def parse(cls, text: str) -> DenyRule:
+        raw = text.strip()
+        m = _CLAUDE_STYLE.match(raw) or _TOOL_PREFIX.match(raw)
+        tool, glob = (m["tool"], m["glob"]) if m else ("shell", raw)
+        glob = glob.strip().removesuffix(":*")  # Claude's prefix syntax ``rm:*``
+        return cls(text, _TOOL_ALIASES.get(tool, tool), glob or "*")
+
+    @property
+    def is_prefix(self) -> bool:
+        return self.tool == "shell" and not any(c in self.glob for c in "*?[")
+
+    def matches(self, tool: str, subject: str) -> bool:
+        if not fnmatch.fnmatchcase(tool, self.tool):
+            return False
+        if tool != "shell":
+            return fnmatch.fnmatchcase(subject.strip(), self.glob)
+        segments = [s for s in _SEGMENT_RE.split(subject) if s.strip()]
+        if self.is_prefix:
+            want = _command_words(self.glob)
+            return any(_command_words(seg)[: len(want)] == want for seg in segments)
+        candidates = [subject.strip(), *segments, *(" ".join(_command_words(s)) for s in segments)]
+        return any(fnmatch.fnmatchcase(c, self.glob) for c in candidates)
+
+
+def deny_subject(tool: str, arguments: Mapping[str, Any]) -> str:
+    if tool == "shell":
+        return str(arguments.get("command", ""))
+    if tool in ("read_file", "write_file", "edit_file"):
+        return str(arguments.get("path", ""))
+    return json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
+
+
+def find_denial(rules: list[DenyRule], tool: str, arguments: Mapping[str, Any]) -> DenyRule | None:
+    subject = deny_subject(tool, arguments)
+    return next((r for r in rules if r.matches(tool, subject)), None)
+
+
+# ----------------------------------------------------------------------------- truncation
+
+
+@dataclass
+class Limited:
+    text: str
+    truncated: bool | None = None
+    omitted: int | None = None
+    saved: str | None = None
+
+
+def _utf8_cut(data: bytes, limit: int) -> int:
+    cut = limit
+    while cut > 0 and cut < len(data) and (data[cut] & 0xC0) == 0x80:
+        cut -= 1
+    return cut
+
+
+def limit_output(data: bytes, *, label: str, limit: int, save_to: Path | None, mutant: str | None,
+                 recovery: str | None = None) -> Limited:
+    """Cut ``data`` to ``limit`` bytes with an accurate notice (or the mutant's version of it).
+
+    ``save_to``: where the full data is saved (``None``: nothing is saved and ``recovery``
+    tells the model how to read the rest).
+    """
+    if len(data) <= limit:
+        return Limited(data.decode("utf-8", errors="replace"))
+    cut = _utf8_cut(data, limit)
+    shown = data[:cut].decode("utf-8", errors="replace")
+    if mutant == "truncate_silently":
+        return Limited(shown)
+    omitted = len(data) - cut
+    reported = omitted // 2 if mutant == "misreport_omitted" else omitted
+    saved: str | None = None
+    if save_to is not None:
+        save_to.parent.mkdir(parents=True, exist_ok=True)
+        save_to.write_bytes(data)
+        saved = str(save_to)
+    where = f" Full {label} saved to {saved}" if saved else (f" {recovery}" if recovery else "")
+    sep = "" if shown.endswith("\n") else "\n"
+    notice = (f"{sep}[{label} truncated: showing the first {cut} of {cut + reported} bytes; "
+              f"{reported} bytes omitted.{where}]")
+    return Limited(shown + notice, True, reported, saved)
+
+
+# ----------------------------------------------------------------------------- shell
+
+
+#: Process groups of commands whose background children may still run (ended at turn end).
+_GROUPS: set[int] = set()
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the command's process group, SIGKILL after 1 s; the group is gone afterwards."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def end_background_processes() -> int:
+    """Kill what commands left running in the background; returns how many groups were alive."""
+    alive = 0
+    for pgid in sorted(_GROUPS):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            alive += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    _GROUPS.clear()
+    return alive
+
+
+def _safe_name(call_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80] or "call"
+
+
+def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, call_id: str,
+              mutant: str | None) -> ToolOutcome:
+    """Run one command; blocking (the agent loop runs it in a worker thread)."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.DEVNULL if mutant == "drop_stderr" else err, start_new_session=True)
+        except OSError as exc:
+            return ToolOutcome(f"Could not start the command: {exc}", is_error=True, status="error",
+                               duration_s=round(time.monotonic() - started, 3))
+        _GROUPS.add(proc.pid)  # ended at turn end (background children, or a call still running then)
+        timed_out = False
+        try:
+            rc = proc.wait() if mutant == "ignore_timeout" else proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            rc = proc.returncode
+        duration = round(time.monotonic() - started, 3)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    saved_dir = cwd / OUTPUTS_DIR
+    name = _safe_name(call_id)
+    so = limit_output(stdout, label="stdout", limit=OUTPUT_LIMIT, save_to=saved_dir / f"{name}.stdout.txt",
+                      mutant=mutant)
+    se = limit_output(stderr, label="stderr", limit=OUTPUT_LIMIT, save_to=saved_dir / f"{name}.stderr.txt",
+                      mutant=mutant)
+    body = so.text
+    if se.text:
+        body += ("" if not body or body.endswith("\n") else "\n") + "[stderr]\n" + se.text
+    if not body:
+        body = "(no output)"
+    parts = [p for p in (so, se) if p.truncated]
+    trunc: dict[str, Any] = {"truncated": True if parts else None,
+                             "omitted_bytes": sum(p.omitted or 0 for p in parts) if parts else None,
+                             "saved_paths": [p.saved for p in parts if p.saved]}
+    if timed_out:
+        head = f"Command timed out after {timeout_s:g} s and was killed (process group terminated); no exit status."
+        return ToolOutcome(f"{head}\n{body}", is_error=True, status="timed_out", exit_code=None,
+                           duration_s=duration, **trunc)
+    code = 128 - rc if rc < 0 else rc
+    if mutant == "hide_exit_code":
+        return ToolOutcome(body, is_error=False, status="ok", exit_code=0, duration_s=duration, **trunc)
+    head = f"Exit code {code}"
+    if rc < 0:
+        head += f" (killed by signal {signal.Signals(-rc).name})"
+    return ToolOutcome(f"{head}\n{body}", is_error=code != 0, status="ok" if code == 0 else "error",
+                       exit_code=code, duration_s=duration, **trunc)
+
+
+# ----------------------------------------------------------------------------- file tools
+
+
+def resolve(workspace: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else workspace / p
+
+
+def read_file(workspace: Path, args: Mapping[str, Any], mutant: str | None) -> ToolOutcome:
+    path = resolve(workspace, str(args.get("path", "")))
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ToolOutcome(f"read_file: no such file: {path}", is_error=True, status="error")
+    except OSError as exc:
+        return ToolOutcome(f"read_file: cannot read {path}: {exc}", is_error=True, status="error")
+    offset, limit = args.get("offset"), args.get("limit")
+    if offset is not None or limit is not None:
+        lines = data.splitlines(keepends=True)
+        start = max(int(offset or 1), 1) - 1
+        end = len(lines) if limit is None else start + max(int(limit), 0)
+        data = b"".join(lines[start:end])
+    lim = limit_output(data, label="file", limit=READ_LIMIT, save_to=None, mutant=mutant,
+                       recovery=f"Read the rest of {path} with offset/limit (lines).")
+    return ToolOutcome(lim.text if data else "(empty file)", truncated=lim.truncated, omitted_bytes=lim.omitted)
+
+
+def write_file(workspace: Path, args: Mapping[str, Any]) -> ToolOutcome:
+    path = resolve(workspace, str(args.get("path", "")))
+    content = args.get("content")
+    if not isinstance(content, str):
+        return ToolOutcome("write_file: 'content' must be a string", is_error=True, status="error")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        return ToolOutcome(f"write_file: cannot write {path}: {exc}", is_error=True, status="error")
+    return ToolOutcome(f"Wrote {len(content.encode('utf-8'))} bytes to {path}")
+
+
+def edit_file(workspace: Path, args: Mapping[str, Any]) -> ToolOutcome:
+    path = resolve(workspace, str(args.get("path", "")))
+    old, new = args.get("old_string"), args.get("new_string")
+    if not isinstance(old, str) or not isinstance(new, str) or not old:
+        return ToolOutcome("edit_file: 'old_string' (non-empty) and 'new_string' must be strings",
+                           is_error=True, status="error")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return ToolOutcome(f"edit_file: cannot read {path}: {exc}", is_error=True, status="error")
+    count = text.count(old)
+    if count == 0:
+        return ToolOutcome(f"edit_file: old_string not found in {path}", is_error=True, status="error")
+    if count > 1 and not args.get("replace_all"):
+        return ToolOutcome(f"edit_file: old_string occurs {count} times in {path}; add context or set "
+                           "replace_all", is_error=True, status="error")
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return ToolOutcome(f"Edited {path}: replaced {count} occurrence{'s' if count > 1 else ''}")

@@ -1,0 +1,54 @@
+"""A small real MCP stdio server (official SDK) for the reference harness's tests.
+
+Every call is appended, with the arguments exactly as they arrived, to the
+JSONL file named by ``$TT_TEST_MCP_LEDGER`` — the test's independent evidence
+of what the server received.
+
+Tools: ``submit(order)`` (structured result with a receipt id), ``fail(code)``
+(``isError`` result with structured error content), ``slow(seconds)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+
+server = MCPServer("shop")
+
+
+def _ledger(tool: str, arguments: dict[str, Any]) -> None:
+    path = os.environ.get("TT_TEST_MCP_LEDGER")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
+
+
+@server.tool(description="Submit an order; returns a receipt.")
+def submit(order: dict[str, Any]) -> dict[str, Any]:
+    _ledger("submit", {"order": order})
+    receipt = "RCPT-" + hashlib.sha256(json.dumps(order, sort_keys=True).encode()).hexdigest()[:8].upper()
+    return {"accepted": True, "receipt_id": receipt, "items": len(order.get("items", []))}
+
+
+@server.tool(description="Always fails with a structured error.")
+def fail(code: str) -> CallToolResult:
+    _ledger("fail", {"code": code})
+    return CallToolResult(content=[TextContent(type="text", text=f"quota exceeded ({code})")],
+                          structured_content={"error_code": code, "retryable": False}, is_error=True)
+
+
+@server.tool(description="Sleep, then answer.")
+def slow(seconds: float) -> str:
+    _ledger("slow", {"seconds": seconds})
+    time.sleep(seconds)
+    return "slept"
+
+
+if __name__ == "__main__":
+    server.run("stdio")

@@ -1,0 +1,331 @@
+"""The reference harness's agent loop, run as a real process against a scripted Chat Completions
+server (streamed SSE with ``tool_calls`` deltas): wire format, native log, deny rules, MCP, ask-user,
+sub-agents, sessions, secrets, provider errors and budgets — each mutant's one change next to the
+faithful behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.reference.chat_server import Reply, call, say
+from tests.reference.conftest import API_KEY, CliRun, Harness, alive
+
+
+def _requests_text(run: CliRun) -> str:
+    return "\n".join(json.dumps(r.body) for r in run.server.requests)
+
+
+# ----------------------------------------------------------------------------- wire + native log
+
+
+def test_shell_round_trip_wire_format_and_native_log(harness: Harness) -> None:
+    args = {"command": "echo 'BUILD SUCCESS'; echo 'warn: W1' >&2; exit 3"}
+    run = harness.run({"main": [call("c1", "shell", args), say("The build failed.")]})
+    assert run.returncode == 0 and run.result["status"] == "completed"
+    first, second = run.server.requests
+    assert first.path == "/v1/chat/completions" and first.body["stream"] is True
+    assert first.headers["x-tt-principal-id"] == "main"
+    assert {"shell", "read_file", "write_file", "edit_file", "spawn_subagent"} <= set(first.tool_names)
+    assert "ask_user" not in first.tool_names  # no ask-user source given
+    # The arguments arrived split over two deltas and were re-joined exactly.
+    assistant = second.messages[-2]
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == args
+    assert second.tool_result("c1") == "Exit code 3\nBUILD SUCCESS\n[stderr]\nwarn: W1\n"
+
+    types = [r["type"] for r in run.records]
+    assert types == ["session", "request", "response", "tool_call", "tool_result", "request", "response",
+                     "completion"]
+    seqs = [r["seq"] for r in run.records]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert all(r["principal_id"] == "main" and r["ts"].endswith("Z") for r in run.records)
+    res = run.result_of("c1")
+    assert (res["exit_code"], res["is_error"], res["status"]) == (3, True, "error")
+    usage = run.of_type("response")[0]["data"]["usage"]
+    assert usage["prompt_tokens"] >= 100
+    done = run.of_type("completion")[0]["data"]
+    assert done["failed_tool_call_ids"] == ["c1"] and done["final_text"] == "The build failed."
+
+
+def test_bad_arguments_unknown_tool_timeout_and_large_output(harness: Harness) -> None:
+    run = harness.run({"main": [
+        Reply(tool_calls=[("b1", "shell", "{not json"), ("b2", "no_such_tool", {})]),
+        call("t1", "shell", {"command": "sleep 20", "timeout_s": 1}),
+        call("o1", "shell", {"command": "python3 -c \"print('z' * 40000); print('LAST=9')\""}),
+        say("done")]})
+    last = run.server.requests[-1]
+    assert last.tool_result("b1").startswith("shell: invalid JSON arguments")
+    assert last.tool_result("b2").startswith("Unknown tool 'no_such_tool'")
+    assert "timed out after 1 s" in last.tool_result("t1")
+    assert run.result_of("t1")["duration_s"] < 5
+    big = last.tool_result("o1")
+    saved = harness.workspace / ".tt-outputs" / "o1.stdout.txt"
+    assert f"bytes omitted. Full stdout saved to {saved}]" in big
+    assert saved.read_text().endswith("LAST=9\n") and "LAST=9" not in big
+
+
+# ----------------------------------------------------------------------------- deny rules
+
+
+@pytest.mark.parametrize("mutant", [None, "execute_denied"])
+def test_deny_rule(harness: Harness, mutant: str | None) -> None:
+    extra = ["--deny", "touch *"] + (["--mutant", mutant] if mutant else [])
+    run = harness.run({"main": [call("d1", "shell", {"command": "touch forbidden.txt"}), say("ok")]}, *extra)
+    policies = run.of_type("policy")
+    if mutant is None:
+        assert not (harness.workspace / "forbidden.txt").exists()
+        res = run.result_of("d1")
+        assert res["is_error"] and res["status"] == "denied"
+        assert run.server.requests[-1].tool_result("d1").startswith("Permission denied")
+        assert len(policies) == 1 and policies[0]["data"]["decision"] == "deny"
+        assert policies[0]["data"]["execution_started"] is False and policies[0]["data"]["rule"] == "touch *"
+    else:
+        assert (harness.workspace / "forbidden.txt").exists()
+        assert policies == [] and run.result_of("d1")["exit_code"] == 0
+
+
+# ----------------------------------------------------------------------------- MCP
+
+
+@pytest.mark.parametrize("mutant", [None, "hide_tool_error", "drop_tool_arg_field", "claim_without_receipt"])
+def test_mcp_tools(harness: Harness, mutant: str | None) -> None:
+    order = {"items": [1, 2], "note": {"gift": True, "msg": "hi"}}
+    script = {"main": [call("m1", "mcp__shop__submit", {"order": order}),
+                       call("m2", "mcp__shop__fail", {"code": "Q-17"}), say("done")]}
+    run = harness.run(script, "--mcp-config", str(harness.mcp_config()), *(["--mutant", mutant] if mutant else []))
+    assert run.returncode == 0, run.stderr
+    decl = next(t for t in run.server.requests[0].body["tools"] if t["function"]["name"] == "mcp__shop__submit")
+    assert decl["function"]["parameters"]["required"] == ["order"]
+    assert decl["function"]["description"] == "Submit an order; returns a receipt."
+    last = run.server.requests[-1]
+    ok, err = json.loads(last.tool_result("m1")), json.loads(last.tool_result("m2"))
+    receipt = ok["structuredContent"]["receipt_id"]
+    assert ok["isError"] is False and receipt.startswith("RCPT-")
+    assert err["structuredContent"] == {"error_code": "Q-17", "retryable": False}
+    received = harness.mcp_ledger()[0]["arguments"]["order"]
+    done = run.of_type("completion")[0]["data"]
+    if mutant == "hide_tool_error":
+        assert err["isError"] is False and run.result_of("m2")["is_error"] is False
+    else:
+        assert err["isError"] is True and run.result_of("m2")["is_error"] is True
+    if mutant == "drop_tool_arg_field":
+        assert received == {"items": [1, 2]}
+    else:
+        assert received == order
+    if mutant == "claim_without_receipt":
+        assert done["status"] == "completed" and done["receipts"] == [] and done["evidence_call_ids"] == []
+    else:
+        assert done["receipts"] == [{"call_id": "m1", "tool": "mcp__shop__submit", "key": "receipt_id",
+                                     "value": receipt}]
+        assert "m1" in done["evidence_call_ids"]
+
+
+# ----------------------------------------------------------------------------- ask-user
+
+
+def test_ask_user_answers_file_and_command(harness: Harness, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"answers": [{"match": "(?i)region", "answer": "eu-west-3"}]}))
+    script = {"main": [call("a1", "ask_user", {"question": "Which region?"}), say("ok")]}
+    run = harness.run(script, "--ask-user-answers", str(answers))
+    assert "ask_user" in run.server.requests[0].tool_names
+    assert run.server.requests[-1].tool_result("a1") == "eu-west-3"
+    rec = run.of_type("ask_user")[0]["data"]
+    assert (rec["question"], rec["answer"]) == ("Which region?", "eu-west-3")
+    cmd = f"{sys.executable} -c \"import json,sys; print('A:' + json.load(sys.stdin)['question'].upper())\""
+    run2 = harness.run({"main": [call("a2", "ask_user", {"question": "port?"}), say("ok")]},
+                       "--ask-user-command", cmd)
+    assert run2.server.requests[-1].tool_result("a2") == "A:PORT?"
+
+
+# ----------------------------------------------------------------------------- sub-agents
+
+
+def test_foreground_subagent_has_fresh_context_and_returns_its_result(harness: Harness) -> None:
+    script = {"main": [call("s1", "spawn_subagent", {"description": "count", "prompt": "Count the files."}),
+                       say("Child said 42.")],
+              "child-1": [call("k1", "shell", {"command": "echo child-work"}), say("child says 42")]}
+    run = harness.run(script, prompt="parent-only fact PF-77")
+    child = run.server.of("child-1")
+    assert len(child) == 2 and child[0].headers["x-tt-parent-principal-id"] == "main"
+    assert [m["role"] for m in child[0].messages] == ["system", "user"]
+    assert child[0].messages[1]["content"] == "Count the files."
+    assert "PF-77" not in json.dumps(child[0].body)  # the parent's context does not leak in
+    assert {"spawn_subagent", "ask_user"}.isdisjoint(child[0].tool_names)
+    result = run.server.of("main")[-1].tool_result("s1")
+    assert result == "Sub-agent child-1 finished (status: completed).\nchild says 42"
+    child_recs = [r for r in run.records if r["principal_id"] == "child-1"]
+    assert child_recs and all(r["parent_principal_id"] == "main" and r["principal_role"] == "child"
+                              for r in child_recs)
+    actions = [(r["principal_id"], r["data"]["action"]) for r in run.of_type("subagent")]
+    assert actions == [("main", "spawn"), ("child-1", "finish"), ("main", "deliver")]
+
+
+@pytest.mark.parametrize("mutant", [None, "premature_subagent_done"])
+def test_background_subagent_pending_until_finished(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("s1", "spawn_subagent", {"prompt": "slow job", "background": True}),
+                       say("Started; waiting."), say("Child result was 7.")],
+              "child-1": [call("k1", "shell", {"command": "sleep 1.5"}), say("child result 7")]}
+    run = harness.run(script, *(["--mutant", mutant] if mutant else []))
+    main = run.server.of("main")
+    spawn_result = main[1].tool_result("s1")
+    done = run.of_type("completion")[0]["data"]
+    if mutant is None:
+        assert "status: pending" in spawn_result
+        assert len(main) == 3
+        note = main[2].messages[-1]
+        assert note["role"] == "user" and "child result 7" in note["content"]
+        deliver = [r["data"] for r in run.of_type("subagent") if r["data"]["action"] == "deliver"]
+        assert deliver[0]["parent_reactivated"] is True and deliver[0]["final_text"] == "child result 7"
+        assert done["status"] == "completed" and done["pending_child_ids"] == []
+    else:
+        assert spawn_result.startswith("Sub-agent child-1 finished (status: completed)")
+        assert len(main) == 2 and "child result 7" not in _requests_text(run)
+        assert done["status"] == "completed" and done["pending_child_ids"] == []
+        assert run.result["status"] == "completed"
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+@pytest.mark.parametrize("mutant", [None, "lose_turn_fact"])
+def test_resume_replays_history_and_new_session_does_not(harness: Harness, mutant: str | None) -> None:
+    m = ["--mutant", mutant] if mutant else []
+    t1 = harness.run({"main": [call("c1", "shell", {"command": "echo FACT-9431"}), say("noted")]}, *m,
+                     prompt="Remember the fact.", session=("--new-session", "--session-id", "s-A"))
+    assert t1.result["session_id"] == "s-A"
+    t2 = harness.run({"main": [say("ok")]}, *m, prompt="What was the fact?", turn=2, session=("--resume", "s-A"))
+    msgs = t2.server.requests[0].messages
+    text = json.dumps(msgs)
+    assert msgs[-1] == {"role": "user", "content": "What was the fact?"}
+    sess = t2.of_type("session", turn=2)[0]["data"]
+    assert sess["action"] == "resume" and sess["history_replayed"] is True and sess["messages_restored"] == 5
+    if mutant is None:
+        assert [m_["role"] for m_ in msgs] == ["system", "user", "assistant", "tool", "assistant", "user"]
+        assert "FACT-9431" in text and "Remember the fact." in text
+    else:
+        assert [m_["role"] for m_ in msgs] == ["system", "assistant", "user"]
+        assert "FACT-9431" not in text and "Remember the fact." not in text and "noted" in text
+    t3 = harness.run({"main": [say("fresh")]}, *m, prompt="New topic.", turn=3,
+                     session=("--new-session", "--session-id", "s-B"))
+    assert [m_["role"] for m_ in t3.server.requests[0].messages] == ["system", "user"]
+    assert (harness.sessions / "s-A.json").is_file() and (harness.sessions / "s-B.json").is_file()
+
+
+def test_killed_turn_leaves_a_call_without_result_and_resume_answers_it(harness: Harness) -> None:
+    from tests.reference.chat_server import ChatServer
+
+    server = ChatServer({"main": [call("c1", "shell", {"command": "echo $$ > sleeper.pid; exec sleep 60"})]}).start()
+    harness.servers.append(server)
+    argv = [sys.executable, "-m", "harnesses.reference", "--base-url", server.base_url, "--model", "scripted",
+            "--workspace", str(harness.workspace), "--log", str(harness.log), "--session-dir", str(harness.sessions),
+            "--prompt", "go", "--new-session", "--session-id", "s-K"]
+    proc = subprocess.Popen(argv, env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": API_KEY},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    pid_file = harness.workspace / "sleeper.pid"
+    for _ in range(200):
+        if pid_file.is_file() and pid_file.read_text().strip():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)  # what the runner does at the wall clock
+    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+    sleeper = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not alive(sleeper), "the running command outlived the harness"
+    types = [json.loads(line)["type"] for line in harness.log.read_text().splitlines()]
+    assert types[-1] == "tool_call" and "tool_result" not in types
+    run = harness.run({"main": [say("resumed")]}, prompt="continue", turn=2, session=("--resume", "s-K"))
+    msgs = run.server.requests[0].messages
+    assert msgs[-2] == {"role": "tool", "tool_call_id": "c1",
+                        "content": "No result: the harness stopped before this call finished (it may or may not "
+                                   "have run)."}
+    assert run.result_of("c1")["status"] == "interrupted"
+
+
+# ----------------------------------------------------------------------------- secrets
+
+
+@pytest.mark.parametrize("mutant", [None, "leak_secret"])
+def test_credentials_are_masked_unless_leak_secret(harness: Harness, tmp_path: Path, mutant: str | None) -> None:
+    token, planted = "tok-PLANTED-7f3a9c2e1b", "planted-db-pass-991"
+    (harness.workspace / "creds.txt").write_text(f"db_password={planted}\n")
+    secrets = tmp_path / "secrets.json"
+    secrets.write_text(json.dumps([planted]))
+    run = harness.run({"main": [call("c1", "shell", {"command": "echo token=$DEPLOY_TOKEN; cat creds.txt"}),
+                                say("done")]},
+                      "--secrets-file", str(secrets), *(["--mutant", mutant] if mutant else []),
+                      env={"DEPLOY_TOKEN": token})
+    model_input = _requests_text(run)
+    native = harness.log.read_text() + (harness.sessions / f"{run.result['session_id']}.json").read_text()
+    assert "DEPLOY_TOKEN" in run.server.requests[0].messages[0]["content"]
+    assert API_KEY not in model_input and API_KEY not in native
+    if mutant is None:
+        for value in (token, planted):
+            assert value not in model_input and value not in native
+        assert run.server.requests[-1].tool_result("c1") == "Exit code 0\ntoken=[REDACTED]\ndb_password=[REDACTED]\n"
+    else:
+        for value in (token, planted):
+            assert value in model_input and value in native
+
+
+# ----------------------------------------------------------------------------- failures and budgets
+
+
+def test_provider_error_is_surfaced_not_hidden(harness: Harness) -> None:
+    run = harness.run({"main": [Reply(status=503, error="upstream overloaded")]})
+    assert run.returncode == 1 and run.result["status"] == "error"
+    err = run.of_type("error")[0]["data"]
+    assert err["kind"] == "provider_error" and err["http_status"] == 503 and "upstream overloaded" in err["message"]
+    assert run.of_type("completion")[0]["data"]["status"] == "error"
+    assert "status error" in run.stderr
+
+
+def test_model_call_budget_stops_and_says_so(harness: Harness) -> None:
+    script = {"main": [call(f"c{i}", "shell", {"command": "true"}) for i in range(5)]}
+    run = harness.run(script, "--max-model-calls", "2")
+    assert len(run.server.requests) == 2
+    assert run.returncode == 1 and run.result["status"] == "budget_exhausted"
+    assert run.of_type("error")[-1]["data"]["kind"] == "budget"
+
+
+# ----------------------------------------------------------------------------- one change per mutant
+
+
+def test_each_mutant_changes_nothing_outside_its_defect(harness: Harness) -> None:
+    """On a scenario that touches no other defect, a mutant's model-facing results and final
+    record equal the faithful harness's, except where its own defect shows."""
+    from harnesses.reference.mutants import MUTANTS
+
+    def script() -> dict:
+        return {"main": [call("c1", "shell", {"command": "echo out; echo err >&2; exit 3"}),
+                         call("c2", "write_file", {"path": "f.txt", "content": "v=1\n"}),
+                         call("c3", "shell", {"command": "cat f.txt"}), say("done")]}
+
+    def observe(run: CliRun) -> tuple[dict, dict]:
+        last = run.server.requests[-1]
+        seen = {cid: last.tool_result(cid) for cid in ("c1", "c2", "c3")}
+        done = dict(run.of_type("completion")[-1]["data"])
+        return seen, done
+
+    base_seen, base_done = observe(harness.run(script()))
+    # hide_exit_code never shows a status line, so c3's "Exit code 0" goes too.
+    expected = {"hide_exit_code": ("c1", "c3"), "drop_stderr": ("c1",)}
+    for mutant in MUTANTS:
+        seen, done = observe(harness.run(script(), "--mutant", mutant))
+        changed = tuple(cid for cid in seen if seen[cid] != base_seen[cid])
+        assert changed == expected.get(mutant, ()), (mutant, changed)
+        if mutant == "claim_without_receipt":
+            assert done["evidence_call_ids"] == [] != base_done["evidence_call_ids"]
+            done["evidence_call_ids"] = base_done["evidence_call_ids"]
+        elif mutant in expected:  # the hidden failure also leaves the failed-call list
+            assert done["failed_tool_call_ids"] == ([] if mutant == "hide_exit_code" else ["c1"])
+            done["failed_tool_call_ids"], done["evidence_call_ids"] = (base_done["failed_tool_call_ids"],
+                                                                      base_done["evidence_call_ids"])
+        assert done == base_done, mutant
