@@ -31,6 +31,14 @@ KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
     re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{16,}"),
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    # Live/test keys in the common "<prefix>_live_<random>" shape (payment and deploy APIs).
+    re.compile(r"\b[a-z]{2,8}_(?:live|test)_[A-Za-z0-9]{16,}\b"),
+)
+
+#: The value of a credential-named assignment (``DEPLOY_TOKEN=...``, ``API_KEY: ...``);
+#: the name is kept so the record still says *which* credential was there.
+ASSIGNMENT_PATTERN = re.compile(
+    r"(?i)(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)\s*[=:]\s*)([^\s'\",]{8,})"
 )
 
 #: Mapping keys whose values are always dropped (auth material).
@@ -62,7 +70,7 @@ class Redactor:
                 value = value.replace(secret, REDACTED)
         for pattern in KEY_PATTERNS:
             value = pattern.sub(REDACTED, value)
-        return value
+        return ASSIGNMENT_PATTERN.sub(lambda m: m.group(1) + REDACTED, value)
 
     def value(self, obj: Any) -> Any:
         """Redact a JSON-like value recursively (keys are redacted too)."""

@@ -115,9 +115,8 @@ class ReferenceAdapter(HarnessAdapter):
             argv += ["--mcp-config", str(conf / "mcp.json")]
         for rule in spec.permissions.deny:
             argv += ["--deny", rule]
-        if spec.secrets:
-            (conf / "secrets.json").write_text(json.dumps(spec.secrets), encoding="utf-8")
-            argv += ["--secrets-file", str(conf / "secrets.json")]
+        # The task's planted secrets are never handed to the harness: a faithful harness must
+        # recognise credentials by itself (env credentials, key shapes, credential assignments).
         if "ask_user" in spec.tools:
             argv += ["--ask-user-command", _ask_command(ctx)]
         if self.variant:
