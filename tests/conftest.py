@@ -19,3 +19,19 @@ def example_pack(tmp_path: Path) -> Path:
     dest = tmp_path / "tasks" / EXAMPLE_PACK.name
     shutil.copytree(EXAMPLE_PACK, dest, ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run suites marked slow (full calibration matrix, every task on every CLI)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import os
+
+    if config.getoption("--run-slow") or os.environ.get("TT_RUN_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow suite: run with --run-slow (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -6,6 +6,7 @@
     tracetrial run [pytest args ...]      run the benchmark (pytest tasks/ with the options)
     tracetrial rescore OUTPUT             recompute every cell's score from its archive
     tracetrial report OUTPUT              write OUTPUT/reports/ from the archive
+    tracetrial calibrate [--output DIR]   run reference + every mutant, print the discrimination table
 """
 
 from __future__ import annotations
@@ -119,6 +120,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from harnesses.reference.mutants import MUTANTS
+    from reports.calibration import calibrate, format_table
+    from tracetrial.task import BrokenPack, discover
+
+    tasks_dir = Path(args.tasks)
+    output = Path(args.output)
+    mutants = sorted(MUTANTS)
+    if not args.report_only:
+        import pytest
+
+        variants = ",".join(["reference", *(f"reference+{m}" for m in mutants)])
+        argv = [str(tasks_dir), f"--tt-harness={variants}", "--tt-model=probe", f"--tt-output={output}", "-q",
+                "-p", "no:cacheprovider"]
+        if args.workers:
+            argv += ["-n", str(args.workers)]
+        if args.rerun:
+            argv.append("--tt-rerun")
+        # Red cells are expected here (mutants must fail); the verdict is the table below.
+        pytest.main(argv)
+    packs = discover(tasks_dir)
+    broken = [p for p in packs if isinstance(p, BrokenPack)]
+    report = calibrate(output, [p for p in packs if not isinstance(p, BrokenPack)], mutants)
+    print("\n".join(format_table(report, only_nonempty=not args.full)))
+    for pack in broken:
+        print(f"broken pack {pack.id}: {pack.error}")
+    return 0 if report.ok and not broken else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracetrial", description="TraceTrial harness benchmark")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -141,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write <output>/reports/")
     p.add_argument("output")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("calibrate", help="reference harness + mutants over the suite; discrimination table")
+    p.add_argument("--tasks", default="tasks")
+    p.add_argument("--output", default="outputs/calibration")
+    p.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers")
+    p.add_argument("--rerun", action="store_true", help="re-run finished cells")
+    p.add_argument("--report-only", action="store_true", help="only read an existing archive")
+    p.add_argument("--full", action="store_true", help="list every cell, not only those with flips or problems")
+    p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
     p.set_defaults(func=None)
     return parser

@@ -98,6 +98,17 @@ def _default_tools() -> list[ToolNeed]:
     return ["shell"]
 
 
+class CalibrationSpec(_Strict):
+    """How the reference harness's seeded-defect mutants must score on this task.
+
+    ``mutants`` maps a mutant name (``hide_exit_code``) to the criterion ids it must
+    flip from pass to fail — exactly those. A mutant not listed must flip nothing.
+    ``tracetrial calibrate`` checks this against real runs.
+    """
+
+    mutants: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class TaskSpec(_Strict):
     """``task.yaml``."""
 
@@ -118,6 +129,7 @@ class TaskSpec(_Strict):
     secrets: list[str] = Field(
         default_factory=list, description="Planted credential values the archive must never hold."
     )
+    calibration: CalibrationSpec = Field(default_factory=CalibrationSpec)
 
     @model_validator(mode="after")
     def _check(self) -> TaskSpec:
@@ -352,6 +364,12 @@ def load_task(root: Path) -> TaskPack:
         for dup in sorted(h_ids & a_ids):
             errors.append(TaskPackError(rel("verifier/agent_score.yaml"), f"criterion id {dup!r} is also used in the harness rubric",
                                         field="criteria", fix="ids must be unique across both rubrics"))
+        if spec is not None:
+            for mutant, ids in spec.calibration.mutants.items():
+                for cid in ids:
+                    if cid not in h_ids | a_ids:
+                        errors.append(TaskPackError(rel("task.yaml"), f"calibration of mutant {mutant!r} names unknown criterion {cid!r}",
+                                                    field=f"calibration.mutants.{mutant}", fix="name a criterion of either rubric"))
         for i, link in enumerate(h.links):
             if link.harness not in h_ids:
                 errors.append(TaskPackError(rel("verifier/harness_score.yaml"), f"link names unknown harness criterion {link.harness!r}",

@@ -1,0 +1,120 @@
+"""Calibration of the task suite with the reference harness and its mutants.
+
+The benchmark's own validity test (DESIGN.md §4, "Reference harness"): every task
+must score 100/100 with the faithful ``reference`` harness, and each seeded-defect
+mutant ``reference+<defect>`` must flip exactly the criteria the task declares for it
+(``task.yaml`` → ``calibration.mutants``) — and nothing on a task that does not list
+it. A task that a faithful harness cannot pass, or that a broken one still passes,
+is a broken task.
+
+Everything here reads archives only (pure apart from file reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from tracetrial.archive import RunPaths
+from tracetrial.results import CombinedScore
+from tracetrial.task import TaskPack
+
+Status = Literal["ok", "missing", "unexpected", "not_run", "not_admitted"]
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """One (variant, task) cell of the discrimination table."""
+
+    task: str
+    variant: str
+    expected: frozenset[str]
+    flipped: frozenset[str]
+    status: Status
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class CalibrationReport:
+    rows: list[CalibrationRow] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok for r in self.rows)
+
+    def problems(self) -> list[CalibrationRow]:
+        return [r for r in self.rows if not r.ok]
+
+
+def _failed(path: Path) -> tuple[bool, set[str]] | None:
+    """(admitted, failed criterion ids) of one archived cell, or None when absent."""
+    if not path.is_file():
+        return None
+    score = CombinedScore.model_validate_json(path.read_text(encoding="utf-8"))
+    return score.admitted, {v.id for v in score.verdicts if v.passed is False}
+
+
+def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *, model: str = "probe") -> CalibrationReport:
+    """Compare archived reference/mutant cells under ``output`` with each task's declaration."""
+    report = CalibrationReport()
+    mutant_list = list(mutants)
+    for task in sorted(tasks, key=lambda t: t.id):
+        ref = _failed(RunPaths.for_cell(output, task.id, model, "reference").combined_score)
+        if ref is None:
+            report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(), "not_run",
+                                              "no archived reference cell"))
+            continue
+        admitted, ref_failed = ref
+        if not admitted:
+            report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(ref_failed),
+                                              "not_admitted", "reference run not admitted"))
+            continue
+        status: Status = "ok" if not ref_failed else "unexpected"
+        report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(ref_failed), status,
+                                          "" if not ref_failed else "the faithful harness must pass every criterion"))
+        declared = task.spec.calibration.mutants
+        for mutant in mutant_list:
+            variant = f"reference+{mutant}"
+            expected = frozenset(declared.get(mutant, []))
+            got = _failed(RunPaths.for_cell(output, task.id, model, variant).combined_score)
+            if got is None:
+                report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(), "not_run",
+                                                  "no archived cell"))
+                continue
+            admitted, failed = got
+            if not admitted:
+                report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(failed), "not_admitted",
+                                                  "run not admitted"))
+                continue
+            flipped = frozenset(failed - ref_failed)
+            if flipped == expected:
+                report.rows.append(CalibrationRow(task.id, variant, expected, flipped, "ok"))
+            elif expected - flipped:
+                report.rows.append(CalibrationRow(task.id, variant, expected, flipped, "missing",
+                                                  "did not flip: " + ", ".join(sorted(expected - flipped))))
+            else:
+                report.rows.append(CalibrationRow(task.id, variant, expected, flipped, "unexpected",
+                                                  "also flipped: " + ", ".join(sorted(flipped - expected))))
+    return report
+
+
+def format_table(report: CalibrationReport, *, only_nonempty: bool = False) -> list[str]:
+    """The discrimination table: variant × task → criteria that flipped (✓ as declared)."""
+    lines = [f"{'variant':<34} {'task':<30} {'status':<12} flipped criteria", "-" * 110]
+    for row in report.rows:
+        if only_nonempty and row.ok and not row.flipped and row.variant != "reference":
+            continue
+        flipped = ", ".join(sorted(row.flipped)) or "-"
+        extra = f"  [{row.detail}]" if row.detail else ""
+        lines.append(f"{row.variant:<34} {row.task:<30} {row.status:<12} {flipped}{extra}")
+    bad = report.problems()
+    lines.append("-" * 110)
+    lines.append(f"{len(report.rows)} cells checked, {len(bad)} problem(s): "
+                 + ("calibrated" if report.ok else "NOT calibrated"))
+    return lines
