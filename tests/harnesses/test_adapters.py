@@ -118,7 +118,10 @@ def test_claude_flags_per_permission_mode(tmp_path: Path) -> None:
     bypass = adapter.argv(make_ctx(tmp_path / "a", adapter, mcp=True), turn, ["--session-id", "s"])
     native = adapter.argv(make_ctx(tmp_path / "b", adapter, mode="native", mcp=True), turn, ["--session-id", "s"])
     assert "--dangerously-skip-permissions" in bypass and "--dangerously-skip-permissions" not in native
-    assert native[native.index("--allowedTools") + 1] == "mcp__lookup"
+    allowed = [native[i + 1] for i, a in enumerate(native) if a == "--allowedTools"]
+    assert allowed == ["Bash", "mcp__lookup"]
+    start = native.index("--allowedTools")
+    assert native[start:start + 5] == ["--allowedTools", "Bash", "Read", "Write", "Edit"]  # routine tools
     for argv in (bypass, native):
         assert argv[-2:] == ["--", "-starts with a dash"]  # the prompt can never be read as a flag
         assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
