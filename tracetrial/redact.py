@@ -37,8 +37,10 @@ KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
 
 #: The value of a credential-named assignment (``DEPLOY_TOKEN=...``, ``API_KEY: ...``);
 #: the name is kept so the record still says *which* credential was there.
+#: Only environment-style UPPER_CASE names count: prose such as "stamp token: X" is not a
+#: credential assignment.
 ASSIGNMENT_PATTERN = re.compile(
-    r"(?i)(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)\s*[=:]\s*)([^\s'\",]{8,})"
+    r"(\b(?:[A-Z][A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)\s*[=:]\s*)([^\s'\",]{8,})"
 )
 
 #: Mapping keys whose values are always dropped (auth material).

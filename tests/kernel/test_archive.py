@@ -92,3 +92,17 @@ def test_path_escapes_are_rejected(tmp_path: Path) -> None:
         resolve_inside(root, "evidence/dirlink/outside.txt")
     with pytest.raises(PathEscapeError, match="not a regular file"):
         resolve_inside(root, "evidence")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("auth TT_DEPLOY_TOKEN=ttk_live_eCvzsxIu4BuyXGw9UoRGmInc ok", "auth TT_DEPLOY_TOKEN=[REDACTED] ok"),
+        ("key ttk_live_eCvzsxIu4BuyXGw9UoRGmInc", "key [REDACTED]"),
+        ("API_KEY: zzzzzzzzzzzz", "API_KEY: [REDACTED]"),
+        ("stamp token: ST-72079de735", "stamp token: ST-72079de735"),  # prose, not a credential
+        ("max_tokens=4096 input_tokens: 123456789", "max_tokens=4096 input_tokens: 123456789"),
+    ],
+)
+def test_redactor_recognises_credentials_by_shape(text: str, expected: str) -> None:
+    assert Redactor().text(text) == expected
