@@ -231,6 +231,7 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(ctx.paths.native, dest / "native")
+        scrub_machine_paths(dest / "native")
         meta = {
             "harness": harness,
             "version": adapter.version(),
@@ -244,6 +245,27 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
         }
         (dest / "capture.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return dest
+
+
+def scrub_machine_paths(folder: Path) -> None:
+    """Committed fixtures name no machine path: the repo becomes ``/repo``, the interpreter
+    ``/usr/bin/python3`` and PATH a plain system PATH (the adapters record argv and env)."""
+    import os
+    import sys
+
+    repo = str(Path(__file__).resolve().parents[2])
+    swaps = [(os.environ.get("PATH", ""), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+             (sys.executable, "/usr/bin/python3"), (repo, "/repo")]
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.suffix not in (".json", ".toml", ".jsonl", ".stdout", ".stderr"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        new = text
+        for old, replacement in swaps:
+            if old:
+                new = new.replace(old, replacement)
+        if new != text:
+            path.write_text(new, encoding="utf-8", errors="surrogateescape")
 
 
 def main(argv: list[str]) -> int:

@@ -120,8 +120,8 @@ def test_codex_ask_user_fills_the_nested_schema():
 
 
 def test_claude_relative_paths_become_absolute():
-    plan = plan_action(read_file("notes/a.txt"), inventory(CLAUDE), cwd="/work/ws")
-    assert plan.calls[0].arguments == {"file_path": "/work/ws/notes/a.txt"}
+    plan = plan_action(read_file("notes/a.txt"), inventory(CLAUDE), cwd="/srv/ws")
+    assert plan.calls[0].arguments == {"file_path": "/srv/ws/notes/a.txt"}
     assert "made absolute" in plan.notes[0]
 
 

@@ -61,7 +61,7 @@ def silent(part: str) -> str:
 def claude_persisted(part: str) -> str:
     size = len(TEXT[part].encode()) / 1024
     return (f"<persisted-output>\nOutput too large ({size:.1f}KB). Full output saved to: "
-            f"/root/.claude/projects/-ws/s1/tool-results/toolu_{part}.txt\n\nPreview (first 2KB):\n"
+            f"/home/agent/.claude/projects/-ws/s1/tool-results/toolu_{part}.txt\n\nPreview (first 2KB):\n"
             f"{TEXT[part][:2000]}\n...\n</persisted-output>")
 
 
@@ -253,7 +253,7 @@ def test_policy_reads_the_saved_copy_the_notice_names():
 def test_policy_reruns_with_tail_when_no_copy_is_named(end_marker):
     actions = drive(responder({"a": claude_persisted("a"), "b": claude_error("b", end_marker=end_marker)}))
     cmds = [a.command for a in actions if isinstance(a, Shell)]
-    assert cmds[1].startswith("tail -n 3 /root/.claude/") and cmds[3] == "python3 export.py --part b | tail -n 3"
+    assert cmds[1].startswith("tail -n 3 /home/agent/.claude/") and cmds[3] == "python3 export.py --part b | tail -n 3"
     assert written(actions) == GOOD
 
 
