@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from criteria.scoring import run_label
 from tracetrial.archive import RunPaths
 from tracetrial.results import (
     AdmissionDecision,
@@ -41,21 +42,8 @@ def _layer(outcomes: Mapping[str, Outcome]) -> LayerScore:
 
 def label_for(admitted: bool, l_act: Sequence[object], z_h: Sequence[str], z_a: Sequence[str],
               b: Sequence[str]) -> tuple[str, int]:
-    """SPEC §6: the 7 ordered rules, first match wins."""
-    outcome_problem = bool(z_a) or bool(b)
-    if not admitted:
-        return "apparatus_invalid", 1
-    if l_act:
-        return "harness_caused", 2
-    if z_h and not outcome_problem:
-        return "harness_absorbed", 3
-    if z_h and z_a:
-        return "agent_caused", 4
-    if b and not z_a:
-        return "measurement_bypass", 5
-    if z_a:
-        return "agent_caused", 6
-    return "clean", 7
+    """SPEC §6 label of a synthetic run: the criteria engine's own rule (one implementation)."""
+    return run_label(admitted, list(l_act), z_h, z_a, b)
 
 
 def make_combined(task_id: str, model: str, harness: str, harness_outcomes: Mapping[str, Outcome],
