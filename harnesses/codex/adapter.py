@@ -121,8 +121,11 @@ class CodexAdapter(HarnessAdapter):
     wire_format: ClassVar[WireFormat] = "responses"
     #: ``exec`` has no approval prompts (approval is forced to ``never``); a task's deny
     #: list becomes Codex's own execpolicy ``prefix_rule(..., decision="forbidden")`` rules.
+    #: Sub-agents: the ``multi_agent_v1`` tools (spawn_agent, wait_agent, send_input,
+    #: resume_agent, close_agent) run each child as its own thread with its own rollout; when
+    #: ``exec``'s main turn ends, a still-running child's turn is aborted ("interrupted").
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=True
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True
     )
     install_hint: ClassVar[str] = install_hint("codex")
 
@@ -217,12 +220,20 @@ class CodexAdapter(HarnessAdapter):
         )
 
     def collect(self, ctx: RunContext) -> list[Path]:
-        """Copy every rollout of this run's ``CODEX_HOME`` to ``native/rollouts/``."""
+        """Copy every rollout of this run's ``CODEX_HOME`` to ``native/rollouts/``: each thread
+        has its own (sub-agent threads included: ``thread_source: "subagent"``, written next to
+        the parent's under ``sessions/YYYY/MM/DD/``); ``archived_sessions/`` holds threads
+        Codex archived. A file name (``rollout-<time>-<thread>.jsonl``) is unique per thread."""
         dest = ctx.paths.native / "rollouts"
+        home = self.codex_home(ctx)
+        found: dict[str, Path] = {}
+        for folder in ("archived_sessions", "sessions"):  # a live copy wins over an archived one
+            for rollout in sorted((home / folder).rglob("rollout-*.jsonl")):
+                found[rollout.name] = rollout
         copied: list[Path] = []
-        for rollout in sorted((self.codex_home(ctx) / "sessions").glob("*/*/*/rollout-*.jsonl")):
+        for name, rollout in sorted(found.items()):
             dest.mkdir(parents=True, exist_ok=True)
-            copied.append(Path(shutil.copy2(rollout, dest / rollout.name)))
+            copied.append(Path(shutil.copy2(rollout, dest / name)))
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:

@@ -22,10 +22,46 @@ Order within a turn: stdout records up to ``turn.started``, the rollout records 
 turn, then the remaining stdout records. Item ids (``item_0``…) restart every process and
 call ids may repeat, so an id seen in more than one turn is turn-scoped (``<id>#t<n>``)
 with ``native_tool_call_id``.
+
+Sub-agents (``multi_agent_v1``: ``spawn_agent``, ``wait_agent``, ``send_input``,
+``resume_agent``, ``close_agent``). A child runs as its own thread with its own rollout, whose
+``session_meta`` names ``parent_thread_id`` (``thread_source: "subagent"``). Principals
+(SPEC §7 rule 5): a root thread is ``main`` (as in the Claude Code normalizer); a child
+thread's events carry ``principal_id`` = its thread id (= the ``agent_id`` its spawn
+returned), ``principal_role="child"`` and ``parent_principal_id`` = the principal of its
+parent thread. Mapping:
+
+* the stdout ``collab_tool_call`` items (the harness's record of each collab call, with the
+  receivers' ``agents_states``) -> ``subagent_lifecycle`` of the sender's principal:
+  ``action`` = the native ``tool`` (``spawn_agent``, ``wait``, ``close_agent`` …), ``status``
+  = the receiver's native agent state (``pending_init``, ``running``, ``completed`` …; never
+  the item's own status, which is the *call's*), ``child_principal_id`` = the receiver,
+  ``pending_child_ids`` = receivers in ``pending_init``/``running``. One event per receiver.
+* a ``<subagent_notification>`` message in a thread's history (the child's status delivered
+  to its parent's model) -> ``task_completion`` of the receiving principal (``status`` /
+  ``content`` from the notification's ``status``, ``model_visible_content`` = the text);
+  ``parent_reactivated`` stays unset: no native record says whether it woke the parent.
+* a child thread's ``task_started`` / ``task_complete`` / ``turn_aborted`` ->
+  ``subagent_lifecycle`` of the child (``started``; ``finished``/``completed``;
+  ``aborted`` with the native ``reason`` as ``stop_reason``); its last ``token_count`` of a
+  segment -> ``token_usage`` (thread-cumulative, like stdout ``turn.completed`` for main);
+  its ``error``/``warning``/``stream_error`` -> ``native_diagnostic`` (stdout does not
+  carry a child's records); everything else as for the main thread.
+
+Order with children: each thread keeps its own rollout order; the threads of a turn are
+merged by the rollout ``timestamp`` (the only native order across threads; equal
+timestamps keep the parent first). A child segment belongs to the turn whose root-thread
+segment is the latest to start at or before it (one ``exec`` process per turn). A stdout
+``collab_tool_call`` item is placed right after the rollout record of the same collab call:
+the ``spawn_agent`` output naming the same child id, else the k-th call of the same tool
+with the same target ids (both are native orders of the sender's calls); an item with no
+such record stays at its stdout position. Calls and results are joined by ``call_id``
+within one thread only.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -43,6 +79,8 @@ from tracetrial.trace import (
     NativeEvent,
     RawStderrEvent,
     RawStdoutEvent,
+    SubagentLifecycleEvent,
+    TaskCompletionEvent,
     TokenUsage,
     TokenUsageEvent,
     ToolCall,
@@ -76,8 +114,21 @@ SKIPPED_EVENT_MSG = {
     "exec_command_begin",
     "mcp_tool_call_begin",
 }
+#: Of those, what a *child* thread's rollout alone records (stdout shows only the main thread).
+CHILD_EVENT_MSG = {"task_started", "task_complete", "turn_aborted", "token_count", "error", "warning", "stream_error"}
 #: stdout items that become tool events when the turn has no rollout records.
 FALLBACK_TOOL_ITEMS = {"command_execution", "mcp_tool_call"}
+#: multi_agent rollout tool name -> the stdout ``collab_tool_call`` ``tool`` of the same call.
+COLLAB_TOOLS = {
+    "spawn_agent": "spawn_agent",
+    "wait_agent": "wait",
+    "send_input": "send_input",
+    "resume_agent": "resume_agent",
+    "close_agent": "close_agent",
+}
+#: Native agent states of a child that has not finished.
+PENDING_STATES = {"pending_init", "running"}
+NOTIFICATION_RE = re.compile(r"^\s*<subagent_notification>\s*(.*?)\s*</subagent_notification>\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -92,6 +143,26 @@ class TurnFiles:
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one (native records vary)."""
     return value if isinstance(value, dict) else {}
+
+
+def _json(value: Any) -> Any:
+    """A JSON-encoded string decoded (``None`` when it is not JSON)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return None
+
+
+def _ts(value: Any) -> datetime | None:
+    """A rollout ``timestamp`` (ISO 8601, ``Z``) as a datetime, else ``None``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)  # Python 3.11 reads the trailing "Z"
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -122,17 +193,51 @@ def read_jsonl(path: Path) -> Iterator[_Line]:
 
 
 @dataclass
+class _Thread:
+    """One rollout: its thread, ``session_meta`` and turn segments."""
+
+    id: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    segments: list[list[_Line]] = field(default_factory=list)
+
+    @property
+    def parent(self) -> str | None:
+        """The spawning thread (``parent_thread_id``, else ``source.subagent.thread_spawn``)."""
+        parent = self.meta.get("parent_thread_id")
+        if not isinstance(parent, str):
+            spawn = _obj(_obj(_obj(self.meta.get("source")).get("subagent")).get("thread_spawn"))
+            parent = spawn.get("parent_thread_id")
+        return parent if isinstance(parent, str) and parent else None
+
+    @property
+    def agent_path(self) -> str | None:
+        spawn = _obj(_obj(_obj(self.meta.get("source")).get("subagent")).get("thread_spawn"))
+        path = spawn.get("agent_path")
+        return path if isinstance(path, str) and path else None
+
+    @property
+    def session(self) -> str:
+        session = self.meta.get("session_id")
+        return session if isinstance(session, str) and session else self.id
+
+
+@dataclass
 class _Rollouts:
     """Rollout records per thread, split into turns at ``event_msg/task_started``."""
 
-    turns: dict[str, list[list[_Line]]] = field(default_factory=dict)
+    threads: dict[str, _Thread] = field(default_factory=dict)
     bad: list[str] = field(default_factory=list)
+
+    @property
+    def turns(self) -> dict[str, list[list[_Line]]]:
+        return {t.id: t.segments for t in self.threads.values()}
 
     @classmethod
     def load(cls, paths: Sequence[Path]) -> _Rollouts:
         out = cls()
         for path in paths:
             thread: str | None = None
+            meta: dict[str, Any] = {}
             segments: list[list[_Line]] = []
             for line in read_jsonl(path):
                 if line.data is None:
@@ -141,6 +246,7 @@ class _Rollouts:
                 payload = _obj(line.data.get("payload"))
                 if line.data.get("type") == "session_meta" and thread is None:
                     thread = payload.get("id") or payload.get("session_id")
+                    meta = payload
                 if line.data.get("type") == "event_msg" and payload.get("type") == "task_started":
                     segments.append([])
                 if segments:
@@ -148,42 +254,139 @@ class _Rollouts:
             if thread is None:
                 match = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", path.name)
                 thread = match.group(1) if match else path.stem
-            out.turns.setdefault(thread, []).extend(segments)
+            entry = out.threads.setdefault(thread, _Thread(thread))
+            entry.meta = entry.meta or meta
+            entry.segments.extend(segments)
         return out
+
+    def is_child(self, thread: str | None) -> bool:
+        return thread is not None and thread in self.threads and self.threads[thread].parent is not None
+
+    def principal(self, thread: str | None) -> str:
+        """``main`` for a root (or unknown) thread, else the child's thread id."""
+        return thread if thread is not None and self.is_child(thread) else MAIN
+
+    def root(self, thread: str) -> str:
+        seen = {thread}
+        while self.is_child(thread):
+            parent = self.threads[thread].parent
+            assert parent is not None
+            if parent in seen:
+                break
+            seen.add(parent)
+            thread = parent
+        return thread
+
+    def child_by_ref(self, ref: Any) -> str | None:
+        """The child thread a native reference (thread id or ``agent_path``) names."""
+        if not isinstance(ref, str) or not ref:
+            return None
+        if self.is_child(ref):
+            return ref
+        for t in self.threads.values():
+            if t.parent is not None and t.agent_path == ref:
+                return t.id
+        return None
+
+
+def _seg_start(segment: list[_Line]) -> datetime | None:
+    return _ts((segment[0].data or {}).get("timestamp")) if segment else None
+
+
+def _merge(sequences: list[list[tuple[str, _Line]]]) -> list[tuple[str, _Line]] | None:
+    """Threads merged by rollout timestamp, each keeping its own order (``None`` when a
+    record has no timestamp). Equal timestamps keep the earlier sequence (the parent) first."""
+    keyed = []
+    for rank, seq in enumerate(sequences):
+        rows = []
+        for k, (thread, line) in enumerate(seq):
+            at = _ts((line.data or {}).get("timestamp"))
+            if at is None:
+                return None
+            rows.append((at, rank, k, thread, line))
+        keyed.append(rows)
+    return [(thread, line) for _, _, _, thread, line in heapq.merge(*keyed, key=lambda r: (r[0], r[1], r[2]))]
+
+
+def _collab_anchors(records: list[tuple[str, _Line]]) -> dict[tuple[str, str, frozenset[str]], list[tuple[str, int]]]:
+    """(sender thread, stdout collab tool, target ids) -> the rollout record of each such call,
+    in the sender's order: its output (a ``spawn_agent`` output names the new child), else
+    the call."""
+    calls: dict[tuple[str, str], tuple[str, frozenset[str], int]] = {}
+    order: list[tuple[str, str]] = []
+    anchor: dict[tuple[str, str], int] = {}
+    for thread, line in records:
+        p = _obj((line.data or {}).get("payload"))
+        if (line.data or {}).get("type") != "response_item" or not isinstance(p.get("call_id"), str):
+            continue
+        key = (thread, p["call_id"])
+        ns = p.get("namespace")
+        if p.get("type") in CALL_TYPES and p.get("name") in COLLAB_TOOLS and (
+            ns is None or (isinstance(ns, str) and ns.startswith("multi_agent"))
+        ):
+            args = _obj(_json(p.get("arguments")))
+            named = args.get("targets")
+            refs: list[Any] = named if isinstance(named, list) else [args.get("target"), args.get("id")]
+            calls[key] = (COLLAB_TOOLS[p["name"]], frozenset(t for t in refs if isinstance(t, str)), line.no)
+            order.append(key)
+            anchor[key] = line.no
+        elif p.get("type") in OUTPUT_TYPES and key in calls:
+            anchor[key] = line.no
+            tool, targets, no = calls[key]
+            if tool == "spawn_agent":
+                child = _obj(_json(p.get("output"))).get("agent_id")
+                calls[key] = (tool, frozenset([child] if isinstance(child, str) else []), no)
+    out: dict[tuple[str, str, frozenset[str]], list[tuple[str, int]]] = {}
+    for key in order:
+        tool, targets, _ = calls[key]
+        out.setdefault((key[0], tool, targets), []).append((key[0], anchor[key]))
+    return out
 
 
 class _Normalizer:
     def __init__(self, run_id: str, at: datetime, rollouts: _Rollouts, scoped: set[str]):
         self.run_id, self.at, self.rollouts, self.scoped = run_id, at, rollouts, scoped
         self.events: list[EventBase] = []
-        self.calls: dict[str, ToolEvent] = {}
-        self.extra: dict[str, dict[str, Any]] = {}  # call id -> structured fields seen before the output
+        self.calls: dict[tuple[str, str], ToolEvent] = {}  # (principal, trace call id) -> event
+        self.extra: dict[tuple[str, str], dict[str, Any]] = {}  # structured fields seen before the output
         self.used: dict[str, int] = {}  # thread -> rollout turns consumed
         self.notes: list[str] = []
         self.partial = False
         self.parsed_any = False
         self.unfinished: list[int] = []
+        self.child_segments: dict[int, list[tuple[str, list[_Line]]]] = {}  # turn -> (child thread, segment)
+        self.last_usage: set[tuple[str, int]] = set()  # (child thread, line) of a segment's last token_count
 
-    def _env(self, turn: int, source: str, line: _Line, session: str | None, data: dict[str, Any]) -> dict[str, Any]:
-        return {
+    def _env(self, turn: int | None, source: str, line: _Line, session: str | None, data: dict[str, Any],
+             thread: str | None = None) -> dict[str, Any]:
+        principal = self.rollouts.principal(thread)
+        env = {
             "seq": 1,
             "timestamp": self.at,
             "run_id": self.run_id,
             "source": source,
             "conversation_turn": turn,
             "session_id": session,
-            "principal_id": MAIN,
-            "principal_role": "main",
+            "principal_id": principal,
+            "principal_role": "main" if principal == MAIN else "child",
             "source_event_seq": line.no,
             "source_timestamp": data.get("timestamp"),
             "raw_event": data,
         }
+        if principal != MAIN:
+            assert thread is not None
+            env["session_id"] = self.rollouts.threads[thread].session
+            env["parent_principal_id"] = self.rollouts.principal(self.rollouts.threads[thread].parent)
+        return env
 
-    def _cid(self, native: str, turn: int) -> str:
-        return f"{native}#t{turn}" if native in self.scoped else native
+    def _cid(self, native: str, turn: int | None, principal: str = MAIN) -> str:
+        if native not in self.scoped:
+            return native
+        return f"{native}#t{turn}" if principal == MAIN else f"{native}#t{turn}:{principal}"
 
-    def _add_call(self, env: dict[str, Any], native: str, turn: int, name: str, args: Any) -> None:
-        cid = self._cid(native, turn)
+    def _add_call(self, env: dict[str, Any], native: str, turn: int | None, name: str, args: Any) -> None:
+        principal = env["principal_id"]
+        cid = self._cid(native, turn, principal)
         event = ToolEvent(
             **env,
             tool_call=ToolCall(
@@ -191,11 +394,70 @@ class _Normalizer:
             ),
             tool_result=None,
         )
-        self.calls[cid] = event
+        self.calls[(principal, cid)] = event
         self.events.append(event)
 
+    # -- children --------------------------------------------------------------------------
+    def assign_children(self, roots: dict[int, tuple[str, list[_Line]]]) -> list[tuple[str, list[_Line]]]:
+        """Child segments per turn: the turn whose root-thread segment is the latest to start at
+        or before the child segment (same root thread). Returns the segments no turn takes."""
+        orphans: list[tuple[str, list[_Line]]] = []
+        for thread in self.rollouts.threads.values():
+            if thread.parent is None:
+                continue
+            root = self.rollouts.root(thread.id)
+            for segment in thread.segments:
+                start = _seg_start(segment)
+                best: tuple[datetime, int] | None = None
+                for turn, (rthread, rseg) in roots.items():
+                    rstart = _seg_start(rseg)
+                    if (
+                        rthread == root
+                        and start is not None
+                        and rstart is not None
+                        and rstart <= start
+                        and (best is None or (rstart, turn) > best)
+                    ):
+                        best = (rstart, turn)
+                if best is None:
+                    orphans.append((thread.id, segment))
+                else:
+                    self.child_segments.setdefault(best[1], []).append((thread.id, segment))
+                counts = [ln for ln in segment if _obj((ln.data or {}).get("payload")).get("type") == "token_count"
+                          and _obj((ln.data or {}).get("payload")).get("info")]
+                if counts:
+                    self.last_usage.add((thread.id, counts[-1].no))
+        for segments in self.child_segments.values():
+            segments.sort(key=lambda ts: (_seg_start(ts[1]) or datetime.min, ts[0]))
+        return orphans
+
+    def _turn_records(self, turn: int, thread: str | None, segment: list[_Line]) -> list[tuple[str, _Line]]:
+        """The turn's rollout records: the root thread's segment merged with its children's."""
+        root = [(thread or "", line) for line in segment]
+        children = self.child_segments.get(turn, [])
+        if not children:
+            return root
+        sequences = [root] + [[(t, line) for line in seg] for t, seg in children]
+        merged = _merge(sequences)
+        if merged is None:
+            self.notes.append(
+                f"turn {turn}: a rollout record has no timestamp; child threads follow the main thread as blocks"
+            )
+            return [r for seq in sequences for r in seq]
+        return merged
+
+    def orphans(self, segments: list[tuple[str, list[_Line]]]) -> None:
+        for thread, segment in segments:
+            self.notes.append(
+                f"child thread {thread}: a rollout turn matches no user turn (no timestamp at or after the start "
+                "of its root thread's turns); its records follow the last turn without a conversation turn"
+            )
+            for line in segment:
+                self._rollout_record(None, thread, line)
+
     # -- turn ------------------------------------------------------------------------------
-    def turn(self, files: TurnFiles, thread_hint: str | None) -> None:
+    def plan(self, files: TurnFiles, thread_hint: str | None) -> tuple[str | None, list[_Line] | None, bool]:
+        """The turn's thread, its rollout segment (consumed in order) and whether it started."""
         lines = list(read_jsonl(files.stdout))
         thread = thread_hint
         for line in lines:
@@ -210,6 +472,10 @@ class _Normalizer:
             if k < len(available):
                 segment = available[k]
                 self.used[thread] = k + 1
+        return thread, segment, started
+
+    def turn(self, files: TurnFiles, thread: str | None, segment: list[_Line] | None, started: bool) -> None:
+        lines = list(read_jsonl(files.stdout))
         if started and segment is None:
             self.partial = True
             self.notes.append(
@@ -221,6 +487,9 @@ class _Normalizer:
             for line in lines
             if line.data and line.data.get("type") == "item.completed" and isinstance(line.data.get("item"), dict)
         }
+        records = self._turn_records(files.index, thread, segment) if segment is not None else []
+        placed = self._place_collab(lines, records)
+        placed_lines = set(placed.values())
         finished = False
         rollout_done = False
         for line in lines:
@@ -244,10 +513,11 @@ class _Normalizer:
                 continue
             self.parsed_any = True
             kind = line.data.get("type")
-            self._stdout(files.index, line, line.data, thread, segment is None, completed)
+            if line.no not in placed_lines:  # else emitted after its collab call's rollout record
+                self._stdout(files.index, line, line.data, thread, segment is None, completed)
             finished = finished or kind in ("turn.completed", "turn.failed")
             if kind == "turn.started" and segment is not None and not rollout_done:
-                self._rollout_turn(files.index, segment, thread)
+                self._rollout_turn(files.index, records, placed, lines, thread, completed)
                 rollout_done = True
         if not finished:
             self.partial = True
@@ -267,6 +537,31 @@ class _Normalizer:
                     )
                 )
 
+    def _place_collab(self, lines: list[_Line], records: list[tuple[str, _Line]]) -> dict[tuple[str, int], int]:
+        """(thread, rollout line) -> the stdout ``collab_tool_call`` line placed right after it."""
+        if not records:
+            return {}
+        anchors = _collab_anchors(records)
+        taken: dict[tuple[str, str, frozenset[str]], int] = {}
+        placed: dict[tuple[str, int], int] = {}
+        for line in lines:
+            data = line.data or {}
+            item = _obj(data.get("item"))
+            if data.get("type") != "item.completed" or item.get("type") != "collab_tool_call":
+                continue
+            receivers = item.get("receiver_thread_ids")
+            key = (
+                str(item.get("sender_thread_id")),
+                str(item.get("tool")),
+                frozenset(r for r in receivers if isinstance(r, str)) if isinstance(receivers, list) else frozenset(),
+            )
+            k = taken.get(key, 0)
+            options = anchors.get(key, [])
+            if k < len(options):
+                taken[key] = k + 1
+                placed[options[k]] = line.no
+        return placed
+
     # -- stdout --------------------------------------------------------------------------------
     def _stdout(
         self, turn: int, line: _Line, data: dict[str, Any], thread: str | None, fallback: bool, completed: set[Any]
@@ -282,6 +577,8 @@ class _Normalizer:
                 self.events.append(
                     NativeDiagnosticEvent(**env, diagnostic_type="item_error", detail=item.get("message"))
                 )
+            elif itype == "collab_tool_call":
+                self._collab_item(turn, line, data, item, thread)
             elif fallback and itype in FALLBACK_TOOL_ITEMS and isinstance(iid, str):
                 self._item_tool(env, turn, item, kind)
             elif fallback and itype in ("agent_message", "reasoning") and kind == "item.completed":
@@ -298,72 +595,100 @@ class _Normalizer:
                 self.events.append(NativeEvent(**env, native_event_type=f"{kind}/{itype}", status=item.get("status")))
         elif kind == "turn.completed":
             usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
-            self.events.append(
-                TokenUsageEvent(
-                    **env,
-                    usage=TokenUsage(
-                        input_tokens=usage.get("input_tokens"),
-                        output_tokens=usage.get("output_tokens"),
-                        cache_read_tokens=usage.get("cached_input_tokens"),
-                        cache_write_tokens=usage.get("cache_write_input_tokens"),
-                        reasoning_tokens=usage.get("reasoning_output_tokens"),
-                    )
-                    if usage
-                    else None,
-                    usage_available=usage is not None,
-                    usage_scope="run",
-                    usage_aggregate=True,
-                )
-            )
+            self.events.append(TokenUsageEvent(**env, **_usage(usage), usage_scope="run", usage_aggregate=True))
         elif kind in ("turn.failed", "error"):
             detail = data.get("error") if kind == "turn.failed" else data.get("message")
             self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=str(kind), detail=detail))
         else:
             self.events.append(NativeEvent(**env, native_event_type=str(kind)))
 
+    def _collab_item(
+        self, turn: int, line: _Line, data: dict[str, Any], item: dict[str, Any], thread: str | None
+    ) -> None:
+        """A stdout ``collab_tool_call`` item: one ``subagent_lifecycle`` per receiver, of the sender."""
+        sender = item.get("sender_thread_id") if isinstance(item.get("sender_thread_id"), str) else None
+        env = self._env(turn, SRC_STDOUT, line, sender or thread, data, thread=sender)
+        states = _obj(item.get("agents_states"))
+        receivers = [r for r in item.get("receiver_thread_ids") or [] if isinstance(r, str)]
+        receivers += [r for r in states if r not in receivers]
+        pending = [r for r in receivers if _obj(states.get(r)).get("status") in PENDING_STATES] if states else None
+        each: list[str | None] = list(receivers) or [None]
+        for receiver in each:
+            state = _obj(states.get(receiver)) if receiver is not None else {}
+            status = state.get("status")
+            self.events.append(
+                SubagentLifecycleEvent(
+                    **env,
+                    action=str(item.get("tool")),
+                    status=status if isinstance(status, str) else None,
+                    child_principal_id=receiver,
+                    pending_child_ids=pending,
+                )
+            )
+
     def _item_tool(self, env: dict[str, Any], turn: int, item: dict[str, Any], kind: str) -> None:
         """Fallback without a rollout: a stdout item as the tool event (harness view, not model view)."""
         cid = self._cid(item["id"], turn)
-        if cid not in self.calls:
+        if (MAIN, cid) not in self.calls:
             if item.get("type") == "mcp_tool_call":
                 name, args = f"mcp__{item.get('server')}__{item.get('tool')}", item.get("arguments")
             else:
                 name, args = "command_execution", {"command": item.get("command")}
             self._add_call(env, item["id"], turn, name, args)
         if kind == "item.completed":
-            call = self.calls[cid]
+            call = self.calls[(MAIN, cid)]
             content = item.get("aggregated_output") if item.get("type") == "command_execution" else item.get("result")
             exit_code = item.get("exit_code") if isinstance(item.get("exit_code"), int) else None
             call.tool_result = ToolResult(content=content, status=item.get("status"), exit_code=exit_code)
 
     # -- rollout -------------------------------------------------------------------------------
-    def _rollout_turn(self, turn: int, segment: list[_Line], thread: str | None) -> None:
-        for line in segment:
-            data = line.data or {}
-            payload = _obj(data.get("payload"))
-            env = self._env(turn, SRC_ROLLOUT, line, thread, data)
-            top, ptype = data.get("type"), payload.get("type")
-            if top in SKIPPED_ROLLOUT:
-                continue
-            if top == "response_item":
-                self._response_item(env, turn, payload, ptype)
-            elif top == "event_msg":
-                self._event_msg(env, turn, payload, ptype)
-            elif top == "compacted":
-                message = payload.get("message")
-                self.events.append(
-                    ContextCompactionEvent(
-                        **env,
-                        native_event_type="compacted",
-                        summary=message or None,
-                        summary_present=bool(message) if isinstance(message, str) else None,
-                    )
-                )
-            else:
-                self.events.append(NativeEvent(**env, native_event_type=f"rollout/{top}"))
+    def _rollout_turn(
+        self,
+        turn: int,
+        records: list[tuple[str, _Line]],
+        placed: dict[tuple[str, int], int],
+        stdout: list[_Line],
+        thread: str | None,
+        completed: set[Any],
+    ) -> None:
+        by_no = {line.no: line for line in stdout}
+        for rthread, line in records:
+            self._rollout_record(turn, rthread or thread, line)
+            after = placed.get((rthread, line.no))
+            if after is not None:
+                sline = by_no[after]
+                self._stdout(turn, sline, sline.data or {}, thread, False, completed)
 
-    def _response_item(self, env: dict[str, Any], turn: int, p: dict[str, Any], ptype: Any) -> None:
+    def _rollout_record(self, turn: int | None, thread: str | None, line: _Line) -> None:
+        data = line.data or {}
+        payload = _obj(data.get("payload"))
+        env = self._env(turn, SRC_ROLLOUT, line, thread, data, thread=thread)
+        top, ptype = data.get("type"), payload.get("type")
+        if top in SKIPPED_ROLLOUT:
+            return
+        if top == "response_item":
+            self._response_item(env, turn, payload, ptype, thread)
+        elif top == "event_msg":
+            self._event_msg(env, turn, payload, ptype, thread, line)
+        elif top == "compacted":
+            message = payload.get("message")
+            self.events.append(
+                ContextCompactionEvent(
+                    **env,
+                    native_event_type="compacted",
+                    summary=message or None,
+                    summary_present=bool(message) if isinstance(message, str) else None,
+                )
+            )
+        else:
+            self.events.append(NativeEvent(**env, native_event_type=f"rollout/{top}"))
+
+    def _response_item(self, env: dict[str, Any], turn: int | None, p: dict[str, Any], ptype: Any,
+                       thread: str | None) -> None:
+        principal = env["principal_id"]
         if ptype == "message":
+            if p.get("role") == "user":
+                self._notification(env, p)
             if p.get("role") != "assistant":
                 return  # developer/user context the harness sent; the user text is framed by the runner
             parts = p.get("content") or []
@@ -395,8 +720,8 @@ class _Normalizer:
                     args = raw  # kept verbatim: the model sent something that is not JSON
             self._add_call(env, p.get("call_id") or p["id"], turn, name, args)
         elif ptype in OUTPUT_TYPES and isinstance(p.get("call_id"), str):
-            cid = self._cid(p["call_id"], turn)
-            call = self.calls.get(cid)
+            cid = self._cid(p["call_id"], turn, principal)
+            call = self.calls.get((principal, cid))
             if call is None or call.tool_result is not None:
                 self.events.append(
                     NativeEvent(
@@ -406,12 +731,41 @@ class _Normalizer:
                     )
                 )
                 return
-            extra = self.extra.pop(cid, {})
+            extra = self.extra.pop((principal, cid), {})
             call.tool_result = ToolResult(content=p.get("output"), **extra)
         else:
             self.events.append(NativeEvent(**env, native_event_type=f"response_item/{ptype}"))
 
-    def _event_msg(self, env: dict[str, Any], turn: int, p: dict[str, Any], ptype: Any) -> None:
+    def _notification(self, env: dict[str, Any], p: dict[str, Any]) -> None:
+        """A ``<subagent_notification>`` the harness put into a thread's history -> ``task_completion``."""
+        parts = p.get("content") or []
+        texts = [str(c["text"]) for c in parts if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        if len(texts) != 1:
+            return
+        match = NOTIFICATION_RE.match(texts[0])
+        if match is None:
+            return
+        body = _obj(_json(match.group(1)))
+        state = body.get("status")
+        status, content = None, None
+        if isinstance(state, str):
+            status = state
+        elif isinstance(state, dict) and len(state) == 1:
+            status, content = next(iter(state.items()))
+        child = self.rollouts.child_by_ref(body.get("agent_path"))
+        self.events.append(
+            TaskCompletionEvent(
+                **env,
+                status=status,
+                content=content,
+                model_visible_content=texts[0],
+                child_principal_id=child,
+            )
+        )
+
+    def _event_msg(self, env: dict[str, Any], turn: int | None, p: dict[str, Any], ptype: Any,
+                   thread: str | None, line: _Line) -> None:
+        principal = env["principal_id"]
         if ptype in ("mcp_tool_call_end", "exec_command_end") and isinstance(p.get("call_id"), str):
             extra: dict[str, Any] = {}
             result = p.get("result")
@@ -426,16 +780,63 @@ class _Normalizer:
             duration = p.get("duration")
             if isinstance(duration, dict) and isinstance(duration.get("secs"), int):
                 extra["duration"] = duration["secs"] + (duration.get("nanos") or 0) / 1e9
-            self.extra[self._cid(p["call_id"], turn)] = extra
+            self.extra[(principal, self._cid(p["call_id"], turn, principal))] = extra
         elif ptype in ("context_compacted",):
             self.events.append(ContextCompactionEvent(**env, native_event_type=f"event_msg/{ptype}"))
+        elif principal != MAIN and ptype in CHILD_EVENT_MSG:
+            self._child_event(env, p, ptype, thread, line)
         elif ptype not in SKIPPED_EVENT_MSG:
             self.events.append(NativeEvent(**env, native_event_type=f"event_msg/{ptype}"))
+
+    def _child_event(self, env: dict[str, Any], p: dict[str, Any], ptype: str, thread: str | None,
+                     line: _Line) -> None:
+        """What only a child's own rollout says: its turn starting, ending, aborting, usage, errors."""
+        child = env["principal_id"]
+        if ptype == "task_started":
+            self.events.append(SubagentLifecycleEvent(**env, action="started", child_principal_id=child))
+        elif ptype == "task_complete":
+            self.events.append(
+                SubagentLifecycleEvent(**env, action="finished", status="completed", child_principal_id=child)
+            )
+        elif ptype == "turn_aborted":
+            reason = p.get("reason")
+            self.events.append(
+                SubagentLifecycleEvent(
+                    **env,
+                    action="aborted",
+                    status="aborted",
+                    stop_reason=reason if isinstance(reason, str) else None,
+                    child_principal_id=child,
+                )
+            )
+        elif ptype == "token_count":
+            if (thread, line.no) in self.last_usage:
+                total = _obj(_obj(p.get("info")).get("total_token_usage")) or None
+                self.events.append(TokenUsageEvent(**env, **_usage(total), usage_scope="run", usage_aggregate=True))
+        else:
+            detail = p.get("message") if "message" in p else p
+            self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=f"event_msg/{ptype}", detail=detail))
+
+
+def _usage(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Codex usage counters as ``TokenUsageEvent`` fields (unavailable when absent)."""
+    return {
+        "usage": TokenUsage(
+            input_tokens=usage.get("input_tokens"),
+            output_tokens=usage.get("output_tokens"),
+            cache_read_tokens=usage.get("cached_input_tokens"),
+            cache_write_tokens=usage.get("cache_write_input_tokens"),
+            reasoning_tokens=usage.get("reasoning_output_tokens"),
+        )
+        if usage
+        else None,
+        "usage_available": usage is not None,
+    }
 
 
 def _repeated_ids(turns: Sequence[TurnFiles], rollouts: _Rollouts) -> set[str]:
     """Stdout item ids seen in more than one turn, and call ids seen in more than one rollout
-    turn (each rollout turn is one CLI turn)."""
+    turn (each rollout turn is one CLI turn) or thread."""
     items: dict[str, set[int]] = {}
     for files in turns:
         for line in read_jsonl(files.stdout):
@@ -469,8 +870,21 @@ def normalize(
     for note in loaded.bad:
         norm.partial = True
         norm.notes.append(f"rollout {note}")
-    for files in sorted(turns, key=lambda t: t.index):
-        norm.turn(files, (threads or {}).get(files.index))
+    ordered = sorted(turns, key=lambda t: t.index)
+    plans = {files.index: norm.plan(files, (threads or {}).get(files.index)) for files in ordered}
+    roots = {i: (thread, seg) for i, (thread, seg, _) in plans.items() if thread is not None and seg is not None}
+    orphans = norm.assign_children(roots)
+    for files in ordered:
+        norm.turn(files, *plans[files.index])
+    norm.orphans(orphans)
+    named = {
+        e.child_principal_id
+        for e in norm.events
+        if isinstance(e, (SubagentLifecycleEvent, TaskCompletionEvent)) and e.child_principal_id
+    }
+    for child in sorted(c for c in named if c not in loaded.threads):
+        norm.partial = True
+        norm.notes.append(f"child thread {child} is named by a collab record but has no archived rollout")
     if not norm.parsed_any:
         norm.notes.append("no parseable codex --json record in any turn")
         status = "unavailable"

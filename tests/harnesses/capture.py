@@ -66,6 +66,8 @@ class Case:
     permission_mode: Literal["bypass", "native"] = "bypass"
     mcp: bool = False
     deadline_s: float = 60.0
+    #: probe policy module in ``probe_policies/`` (default: the case name)
+    policy: str | None = None
 
 
 def _sh(harness: str, call_id: str, command: str) -> Reply:
@@ -112,6 +114,15 @@ def cases(harness: str) -> dict[str, Case]:
             [("Write one to a.txt.", None), ("/compact", RESUME), ("What is in a.txt?", RESUME)], **probe
         )
         out["subagent_background"] = Case([("Delegate in the background: have a helper run echo hi.", None)], **probe)
+    if harness == "codex":
+        # multi_agent_v1: spawn_agent returns the child's id at once; the parent waits with wait_agent.
+        out["subagent"] = Case([("Delegate: have a helper run echo hi.", None)], policy="codex_subagent", **probe)
+        # The parent answers while the child runs: `exec` ends the run and aborts the child.
+        out["subagent_pending"] = Case(
+            [("Delegate in the background: have a helper run a slow echo.", None)],
+            policy="codex_subagent_pending",
+            **probe,
+        )
     return out
 
 
@@ -226,7 +237,14 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
     run_id = f"golden-{harness.replace('_', '-')}-{name.replace('_', '-')}"
     with tempfile.TemporaryDirectory(prefix=f"tt-golden-{harness}-") as tmp:
         ctx, _, served = run_case(
-            adapter, case, Path(tmp), task, run_id=run_id, chain=chain, policy=POLICIES / f"{name}.py", on_turn=record
+            adapter,
+            case,
+            Path(tmp),
+            task,
+            run_id=run_id,
+            chain=chain,
+            policy=POLICIES / f"{case.policy or name}.py",
+            on_turn=record,
         )
         if dest.exists():
             shutil.rmtree(dest)
@@ -237,7 +255,7 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
             "version": adapter.version(),
             "case": name,
             "run_id": run_id,
-            "captured_with": CAPTURED_WITH[case.via].format(case=name),
+            "captured_with": CAPTURED_WITH[case.via].format(case=case.policy or name),
             "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "permission_mode": case.permission_mode,
             "turns": turns,

@@ -58,6 +58,7 @@ def test_registry_builds_both_adapters() -> None:
     assert isinstance(codex, CodexAdapter) and codex.wire_format == "responses"
     assert claude.capabilities.subagents and claude.capabilities.native_permissions
     assert codex.capabilities.mcp and codex.capabilities.multi_turn and codex.capabilities.native_permissions
+    assert codex.capabilities.subagents  # multi_agent_v1 children, normalized from their own rollouts
 
 
 @pytest.mark.parametrize("name", ["claude_code", "codex"])
@@ -196,6 +197,27 @@ def test_codex_threads_follow_the_declared_boundaries() -> None:
     threads = [t["session_id"] for t in g.meta["turns"]]
     assert "resume" not in argvs[0] and argvs[1][2:4] == ["resume", threads[0]] and "resume" not in argvs[2]
     assert threads[0] == threads[1] != threads[2]
+
+
+def test_codex_collect_archives_every_thread_rollout(tmp_path: Path) -> None:
+    """The real sub-agent capture's rollouts (parent + child thread) laid out as Codex writes
+    them, plus an archived thread: all are copied, each once."""
+    adapter = CodexAdapter()
+    ctx = make_ctx(tmp_path, adapter)
+    g = load_golden("codex", "subagent")
+    day = adapter.codex_home(ctx) / "sessions" / "2026" / "11" / "30"
+    day.mkdir(parents=True)
+    rollouts = sorted((g.native / "rollouts").glob("rollout-*.jsonl"))
+    for rollout in rollouts:
+        (day / rollout.name).write_bytes(rollout.read_bytes())
+    archived = adapter.codex_home(ctx) / "archived_sessions"
+    archived.mkdir()
+    (archived / "rollout-2026-11-29T00-00-00-old.jsonl").write_text("{}\n", encoding="utf-8")
+    (archived / rollouts[0].name).write_text("stale copy\n", encoding="utf-8")
+    copied = adapter.collect(ctx)
+    assert sorted(p.name for p in copied) == sorted([*(r.name for r in rollouts), "rollout-2026-11-29T00-00-00-old.jsonl"])
+    for rollout in rollouts:  # the live rollout wins over a same-named archived one
+        assert (ctx.paths.native / "rollouts" / rollout.name).read_bytes() == rollout.read_bytes()
 
 
 # ------------------------------------------------------------------ real CLIs: bad runs

@@ -20,6 +20,8 @@ from tracetrial.trace import (
     NativeDiagnosticEvent,
     NativeEvent,
     RawStdoutEvent,
+    SubagentLifecycleEvent,
+    TaskCompletionEvent,
     TokenUsageEvent,
     ToolEvent,
 )
@@ -230,3 +232,174 @@ def test_rule8_only_native_sources_and_no_framing_events(case: str) -> None:
     trace = run(load_golden(HARNESS, case))
     assert {e.source for e in trace.events} <= {SRC_STDOUT, SRC_ROLLOUT, "native:codex/stderr"}
     assert {e.event_type for e in trace.events} & SUPPORT_EVENT_TYPES <= {"raw_stdout", "raw_stderr"}
+
+
+# ------------------------------------------------------------------ sub-agents (multi_agent_v1)
+
+
+def _child_rollout(g: Golden) -> Path:
+    """The rollout of the (one) sub-agent thread: its session_meta names a parent thread."""
+    (path,) = [
+        p
+        for p in (g.native / "rollouts").glob("rollout-*.jsonl")
+        if "parent_thread_id" in json.loads(p.read_text(encoding="utf-8").splitlines()[0])["payload"]
+    ]
+    return path
+
+
+def _child_id(trace: NormalizedTrace) -> str:
+    (spawn,) = [c for c in tools(trace) if c.tool_call.name == "multi_agent_v1__spawn_agent"]
+    assert spawn.tool_result is not None
+    return json.loads(spawn.tool_result.content)["agent_id"]
+
+
+def lifecycle(trace: NormalizedTrace) -> list[SubagentLifecycleEvent]:
+    return [e for e in trace.events if isinstance(e, SubagentLifecycleEvent)]
+
+
+def test_rule5_child_actions_keep_their_own_principal() -> None:
+    g = load_golden(HARNESS, "subagent")
+    trace = run(g)
+    child, main_thread = _child_id(trace), g.meta["turns"][0]["session_id"]
+    assert child == json.loads(_child_rollout(g).read_text(encoding="utf-8").splitlines()[0])["payload"]["id"]
+    calls = [(c.tool_call.name, c.principal_id, c.principal_role, c.parent_principal_id) for c in tools(trace)]
+    assert calls == [
+        ("multi_agent_v1__spawn_agent", "main", "main", None),
+        ("multi_agent_v1__wait_agent", "main", "main", None),
+        ("exec_command", child, "child", "main"),
+        ("multi_agent_v1__close_agent", "main", "main", None),
+    ]
+    (echo,) = [c for c in tools(trace) if c.principal_id == child]
+    assert echo.tool_call.arguments == {"cmd": "echo hi"} and echo.tool_result is not None
+    assert echo.tool_result.content.endswith("Process exited with code 0\nOriginal token count: 1\nOutput:\nhi\n")
+    # Codex's child session_meta names the root thread as its session.
+    assert echo.session_id == main_thread and echo.source == SRC_ROLLOUT
+    child_events = [e for e in trace.events if e.principal_id == child]
+    assert {e.principal_role for e in child_events} == {"child"} and {e.parent_principal_id for e in child_events} == {
+        "main"
+    }
+    assert [e.content for e in trace.events if isinstance(e, AssistantMessageEvent) and e.principal_id == child] == [
+        "hi printed"
+    ]
+    # The child's thread-cumulative usage (stdout turn.completed reports the main thread only).
+    (usage,) = [e for e in trace.events if isinstance(e, TokenUsageEvent) and e.principal_id == child]
+    assert usage.usage_scope == "run" and usage.usage is not None and usage.usage.input_tokens == 17583
+
+
+def test_collab_records_are_subagent_lifecycle_of_the_sender() -> None:
+    trace = run(load_golden(HARNESS, "subagent"))
+    child = _child_id(trace)
+    seen = [(e.principal_id, e.action, e.status, e.child_principal_id, e.pending_child_ids) for e in lifecycle(trace)]
+    assert seen == [
+        ("main", "spawn_agent", "pending_init", child, [child]),  # stdout collab_tool_call
+        (child, "started", None, child, None),  # the child's own rollout: task_started
+        (child, "finished", "completed", child, None),  # task_complete
+        ("main", "wait", "completed", child, []),
+        ("main", "close_agent", "completed", child, []),
+    ]
+    main_items = [e for e in lifecycle(trace) if e.principal_id == "main"]
+    assert {e.source for e in main_items} == {SRC_STDOUT} and all(
+        e.raw_event["item"]["type"] == "collab_tool_call" for e in main_items
+    )
+    # No collab record stays a plain native event.
+    assert not [e for e in trace.events if isinstance(e, NativeEvent) and "collab" in (e.native_event_type or "")]
+
+
+def test_collab_record_follows_its_call_and_threads_merge_by_native_time() -> None:
+    events = renumber(run(load_golden(HARNESS, "subagent")).events)
+    child = _child_id(NormalizedTrace(events=events, structured_trace_status="complete", trace_complete=True))
+    seq = {id(e): e.seq for e in events}
+    by_name = {c.tool_call.name.split("__")[-1]: c for c in events if isinstance(c, ToolEvent)}
+    spawn_rec, wait_rec, close_rec = [e for e in events if isinstance(e, SubagentLifecycleEvent) and e.principal_id == "main"]
+    first_child = min(e.seq for e in events if e.principal_id == child)
+    # spawn record: right after the spawn call (whose output names the child), before the child runs
+    assert seq[id(by_name["spawn_agent"])] + 1 == spawn_rec.seq < first_child
+    finished = next(e for e in events if isinstance(e, SubagentLifecycleEvent) and e.action == "finished")
+    assert by_name["wait_agent"].seq < by_name["exec_command"].seq < finished.seq < wait_rec.seq < close_rec.seq
+    # each thread keeps its own rollout order; across threads the native timestamps never go back
+    rollout = [e for e in events if e.source == SRC_ROLLOUT]
+    for who in ("main", child):
+        lines = [e.source_event_seq for e in rollout if e.principal_id == who]
+        assert lines == sorted(lines) and len(set(lines)) == len(lines)
+    stamps = [e.source_timestamp for e in rollout]
+    assert stamps == sorted(stamps)  # type: ignore[type-var]
+
+
+def test_completion_delivered_to_the_parent_is_task_completion() -> None:
+    trace = run(load_golden(HARNESS, "subagent"))
+    (done,) = [e for e in trace.events if isinstance(e, TaskCompletionEvent)]
+    assert (done.principal_id, done.principal_role, done.child_principal_id) == ("main", "main", _child_id(trace))
+    assert (done.status, done.content) == ("completed", "hi printed")
+    assert done.model_visible_content.startswith("<subagent_notification>\n")  # the text put into the history
+    assert done.parent_reactivated is None  # no native record says it (rule 7)
+
+
+def test_pending_child_stays_pending_and_exec_end_aborts_it() -> None:
+    """Real Codex behaviour: the parent answers while the child runs; `codex exec` ends the run
+    and the child's turn is aborted ("interrupted") — no completion exists, none is invented."""
+    trace = renumber(run(load_golden(HARNESS, "subagent_pending")).events)
+    spawn = [c for c in trace if isinstance(c, ToolEvent)]
+    assert [c.tool_call.name for c in spawn] == ["multi_agent_v1__spawn_agent"]
+    child = json.loads(spawn[0].tool_result.content)["agent_id"]  # type: ignore[union-attr]
+    records = [e for e in trace if isinstance(e, SubagentLifecycleEvent)]
+    assert [(e.principal_id, e.action, e.status, e.stop_reason) for e in records] == [
+        ("main", "spawn_agent", "pending_init", None),
+        (child, "started", None, None),
+        (child, "aborted", "aborted", "interrupted"),
+    ]
+    (answer,) = [e for e in trace if isinstance(e, AssistantMessageEvent)]
+    assert answer.principal_id == "main" and records[0].seq < answer.seq < records[2].seq
+    assert records[0].pending_child_ids == [child]
+    assert not [e for e in trace if isinstance(e, TaskCompletionEvent)]
+    assert not [e for e in records if e.status == "completed"]
+
+
+def test_rule2_child_results_join_only_within_their_thread(tmp_path: Path) -> None:
+    g = load_golden(HARNESS, "subagent").copy_to(tmp_path / "case")
+    path = _child_rollout(g)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = [i for i, line in enumerate(lines) if json.loads(line)["payload"].get("type") == "function_call_output"]
+    record = json.loads(lines[out[0]])
+    record["payload"]["call_id"] = "call_tt_0d0cd97e_2"  # the parent's wait_agent call id
+    lines[out[0]] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trace = run(g)
+    child = _child_id(trace)
+    (echo,) = [c for c in tools(trace) if c.principal_id == child]
+    assert echo.tool_result is None  # its output is gone: nothing paired by position
+    (wait,) = [c for c in tools(trace) if c.tool_call.name.endswith("wait_agent")]
+    assert wait.tool_result is not None and '"completed":"hi printed"' in wait.tool_result.content
+    (stray,) = [e for e in trace.events if isinstance(e, NativeEvent) and e.native_event_type == "tool_output_unmatched"]
+    assert stray.principal_id == child
+
+
+def test_rule6_missing_child_rollout_is_partial_and_nothing_is_invented(tmp_path: Path) -> None:
+    g = load_golden(HARNESS, "subagent").copy_to(tmp_path / "case")
+    child_path = _child_rollout(g)
+    child = json.loads(child_path.read_text(encoding="utf-8").splitlines()[0])["payload"]["id"]
+    child_path.unlink()
+    trace = run(g)
+    assert trace.structured_trace_status == "partial" and trace.trace_complete
+    assert any(child in n and "no archived rollout" in n for n in trace.notes)
+    assert not [e for e in trace.events if e.principal_id == child]  # no child actions reconstructed
+    assert [e.child_principal_id for e in lifecycle(trace)] == [child, child, child]  # the parent's records stay
+
+
+def test_without_native_time_a_child_is_not_placed_by_guess(tmp_path: Path) -> None:
+    g = load_golden(HARNESS, "subagent").copy_to(tmp_path / "case")
+    path = _child_rollout(g)
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows[9].pop("timestamp")  # one record in the middle: the threads are no longer merged
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trace = run(g)
+    child = _child_id(trace)
+    assert any("no timestamp" in n for n in trace.notes)
+    main_rollout = [e.seq for e in renumber(trace.events) if e.source == SRC_ROLLOUT and e.principal_id == "main"]
+    child_rollout = [e.seq for e in renumber(trace.events) if e.principal_id == child]
+    assert max(main_rollout) < min(child_rollout)  # a block after the parent's records, not interleaved
+    for row in rows:
+        row.pop("timestamp", None)  # no time at all: the child matches no turn
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trace = run(g)
+    assert any("matches no user turn" in n for n in trace.notes)
+    assert {e.conversation_turn for e in trace.events if e.principal_id == child} == {None}

