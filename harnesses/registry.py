@@ -19,6 +19,8 @@ BUILTIN: dict[str, str] = {
     "reference": "harnesses.reference.adapter:ReferenceAdapter",
     "claude_code": "harnesses.claude_code.adapter:ClaudeCodeAdapter",
     "codex": "harnesses.codex.adapter:CodexAdapter",
+    "openclaw": "harnesses.openclaw.adapter:OpenClawAdapter",
+    "deepseek": "harnesses.deepseek.adapter:DeepSeekAdapter",
 }
 
 

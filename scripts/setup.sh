@@ -9,4 +9,4 @@ if ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
 fi
 python3 -m pip install -q -e ".[dev]"
-tracetrial install claude_code codex
+tracetrial install claude_code codex openclaw deepseek

@@ -107,7 +107,7 @@ def test_captured_invocation_uses_the_bundled_config_and_redacts_the_key() -> No
 
 
 class _Hang(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         time.sleep(120)
 

@@ -158,7 +158,7 @@ def test_eligibility_per_task(task: str, state: str, words: str | None) -> None:
 
 
 class _Hang(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         time.sleep(120)
 

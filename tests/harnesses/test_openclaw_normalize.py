@@ -23,7 +23,13 @@ from syrupy.assertion import SnapshotAssertion
 
 from harnesses.base import NormalizedTrace
 from harnesses.openclaw.adapter import turn_files
-from harnesses.openclaw.normalize import SRC_STDERR, SRC_STDOUT, SRC_TRAJECTORY, SRC_TRANSCRIPT, normalize
+from harnesses.openclaw.normalize import (
+    SRC_STDERR,
+    SRC_STDOUT,
+    SRC_TRAJECTORY,
+    SRC_TRANSCRIPT,
+    normalize,
+)
 from tests.harnesses.conftest import AT, Golden, dump, golden_cases, load_golden
 from tracetrial.trace import (
     SUPPORT_EVENT_TYPES,

@@ -1,0 +1,317 @@
+"""DeepSeek Harness adapter: the pinned runtime (``deepseek-harness-runtime-bin==0.1.0rc6``,
+the paper's version) driven natively over stdio JSON-RPC 2.0 (HARNESSES.md, DeepSeek Harness).
+
+Per run one runtime process (:class:`~harnesses.deepseek.rpc.Runtime`), started with a clean
+environment::
+
+    DSH_CORDIS_CONFIG=<the bundled runtime/cordis.yml>   DEEPSEEK_BASE_URL=<gateway …/v1>
+    DEEPSEEK_API_KEY=<gateway key>   DSH_CWD=<workspace>   DSH_SESSION_ROOT=<run home>/dsh-sessions
+
+    -> initialize {cwd, provider: "deepseek-official", model}
+    -> session/prompt {sessionId, contentBlocks: [{type: text, text}]}     (one per user turn)
+    <- notifications session.event / session.status … until the session is idle again
+    -> shutdown                                                              (in collect())
+
+A turn is over when the runtime reports the session ``idle`` after the inbox receipt of the
+turn's message (the SDK's ``Session.run`` boundary). A resumed turn sends its prompt to the
+same session in the same process — the runtime's only native continuation (a new process
+refuses a persisted session id as an id collision); a ``new_session`` boundary opens a new
+session id in the same runtime (the SDK's ``start_session``).
+
+Exit status of a turn (there is no process per turn): ``0`` when the turn's last ``turn/end``
+says ``completed``, ``1`` for any other ending (``error``, ``max-tokens``…, as the SDK's
+``finish_reason``/the server's success status read it); ``None`` with an error when the
+runtime died or did not answer, ``timed_out`` when the wall clock ran out (the process group
+is killed).
+
+MCP: rc6 cannot load MCP servers. Its JSON-RPC server knows only ``initialize``,
+``session/prompt`` and ``shutdown``; ``initialize`` takes ``cwd``, ``provider``, ``model``,
+``maxTokens``; none of the 122 bundled plugin packages is an MCP client, and the bundled ACP
+bridge rejects any ``mcpServers`` entry ("mcpServers is not supported"). So
+``capabilities.mcp=False``: MCP-backed cells are recorded unsupported with that reason.
+The bundled default ``cordis.yml`` (the paper's setup) enables only bash, jobs and skill tools:
+no sub-agent, ask-user or approval plugin, hence the other capabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harnesses.base import (
+    HarnessAdapter,
+    HarnessCapabilities,
+    NormalizedTrace,
+    RunContext,
+    TurnContext,
+    TurnOutcome,
+    WireFormat,
+)
+from harnesses.deepseek.normalize import TurnFiles, normalize
+from harnesses.deepseek.rpc import Runtime
+from harnesses.install import PIP_HARNESSES, install_hint
+from harnesses.runner import clean_env
+from tracetrial.archive import RunPaths
+
+PROVIDER = "deepseek-official"
+#: The pinned distributions (``PIP_HARNESSES["deepseek"]``): name -> version.
+PINNED = dict(r.split("==", 1) for r in PIP_HARNESSES["deepseek"])
+RUNTIME_DIST = "deepseek-harness-runtime-bin"
+INIT_TIMEOUT_S = 60.0
+
+
+def runtime_paths() -> tuple[Path, Path] | None:
+    """(runtime executable, bundled default cordis.yml) of the installed runtime package."""
+    try:
+        from deepseek_harness_runtime import (  # type: ignore[import-untyped]
+            bundled_default_config_path,
+            bundled_runtime_path,
+        )
+    except ImportError:
+        return None
+    try:
+        return bundled_runtime_path(), bundled_default_config_path()
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
+    """The archived wire of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
+    if not indices:
+        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
+    return [
+        TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr", native / f"turn-{i}.requests.jsonl")
+        for i in indices
+    ]
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _turn_status(messages: list[dict[str, Any]], session: str, receipt_index: int) -> str | None:
+    """The reason kind of the last ``turn/end`` of ``session`` after ``receipt_index``."""
+    kind = None
+    for m in messages[receipt_index:]:
+        params = _obj(m.get("params"))
+        if m.get("method") != "session.event" or params.get("sessionId") != session:
+            continue
+        event = _obj(params.get("event"))
+        if event.get("type") == "turn/end":
+            reason = _obj(_obj(event.get("data")).get("reason"))
+            kind = reason["kind"] if isinstance(reason.get("kind"), str) else "unknown"
+    return kind
+
+
+class DeepSeekAdapter(HarnessAdapter):
+    """The real DeepSeek Harness runtime (PyPI, pinned pre-release)."""
+
+    name: ClassVar[str] = "deepseek"
+    wire_format: ClassVar[WireFormat] = "chat"
+    capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
+        mcp=False, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False
+    )
+    install_hint: ClassVar[str] = install_hint("deepseek")
+
+    def __init__(self, variant: str | None = None):
+        super().__init__(variant)
+        self._live: dict[str, Runtime] = {}
+
+    # ------------------------------------------------------------------------ install
+    def unavailable_reason(self) -> str | None:
+        for dist, want in PINNED.items():
+            try:
+                got = dist_version(dist)
+            except PackageNotFoundError:
+                return self.install_hint
+            if got != want:
+                return f"{dist} is installed as {got} but {want} is pinned (the paper's version); {self.install_hint}"
+        if runtime_paths() is None:
+            return f"the {RUNTIME_DIST} package has no runtime executable for this platform; {self.install_hint}"
+        return None
+
+    def version(self) -> str:
+        try:
+            return dist_version(RUNTIME_DIST)
+        except PackageNotFoundError as exc:
+            raise FileNotFoundError(self.install_hint) from exc
+
+    # ------------------------------------------------------------------------------ run
+    @staticmethod
+    def session_root(ctx: RunContext) -> Path:
+        return ctx.home / "dsh-sessions"
+
+    def environment(self, ctx: RunContext, cordis: Path) -> dict[str, str]:
+        """The whole process environment of the runtime (nothing inherited beyond PATH/locale)."""
+        extra = {
+            "DSH_CORDIS_CONFIG": str(cordis),
+            "DEEPSEEK_BASE_URL": ctx.gateway_base_url,
+            "DEEPSEEK_API_KEY": ctx.gateway_key,
+            "DSH_CWD": str(ctx.workspace),
+            "DSH_SESSION_ROOT": str(self.session_root(ctx)),
+            **ctx.extra_env,
+        }
+        return clean_env(extra, home=ctx.home)
+
+    def _start(self, ctx: RunContext, turn: TurnContext, files: TurnFiles, deadline: float) -> tuple[Runtime | None, str | None]:
+        paths = runtime_paths()
+        if paths is None:
+            return None, f"DeepSeek Harness runtime not found; {self.install_hint}"
+        binary, cordis = paths
+        self.session_root(ctx).mkdir(parents=True, exist_ok=True)
+        env = self.environment(ctx, cordis)
+        native = ctx.paths.native
+        shutil.copy2(cordis, native / f"turn-{turn.index}.cordis.yml")
+        shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
+        (native / f"turn-{turn.index}.invocation.json").write_text(
+            json.dumps({"argv": [str(binary)], "cwd": str(ctx.workspace), "env": shown}, indent=1) + "\n",
+            encoding="utf-8",
+        )
+        assert files.requests is not None and files.stderr is not None
+        try:
+            runtime = Runtime([str(binary)], env=env, cwd=ctx.workspace, stdout=files.stdout,
+                              stderr=files.stderr, requests=files.requests)
+        except OSError as exc:
+            return None, f"could not start the DeepSeek Harness runtime: {exc}"
+        rid = runtime.send("initialize", {"cwd": str(ctx.workspace), "provider": PROVIDER, "model": ctx.model})
+        answer = runtime.response(rid, min(deadline, time.monotonic() + INIT_TIMEOUT_S))
+        if answer is None or "error" in answer:
+            why = "no answer" if answer is None else json.dumps(answer.get("error"))
+            runtime.kill()
+            return None, f"DeepSeek Harness runtime initialize failed: {why}"
+        return runtime, None
+
+    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+        started = time.monotonic()
+        deadline = started + max(1.0, turn.deadline_s)
+        native = ctx.paths.native
+        native.mkdir(parents=True, exist_ok=True)
+        (files,) = turn_files(native, [turn.index])
+        assert files.stderr is not None and files.requests is not None
+        for path in (files.stdout, files.stderr, files.requests):
+            path.touch()
+
+        stderr = files.stderr
+
+        def outcome(code: int | None, error: str | None = None, timed_out: bool = False) -> TurnOutcome:
+            return TurnOutcome(index=turn.index, exit_code=code, timed_out=timed_out,
+                               duration_s=time.monotonic() - started, stdout=files.stdout, stderr=stderr,
+                               session_id=ctx.session_id, error=error)
+
+        runtime = self._live.get(ctx.run_id)
+        if runtime is not None and not runtime.alive:
+            runtime.kill()
+            runtime = None
+            self._live.pop(ctx.run_id, None)
+        if runtime is None:
+            runtime, error = self._start(ctx, turn, files, deadline)
+            if runtime is None:
+                return outcome(None, error)
+            self._live[ctx.run_id] = runtime
+        else:
+            runtime.route(files.stdout, files.stderr, files.requests)
+        if ctx.session_id is None or turn.index == 1 or (turn.boundary is not None and turn.boundary.kind == "new_session"):
+            ctx.session_id = f"session-tt-{uuid.uuid4().hex}"
+        session = ctx.session_id
+        mark = len(runtime.messages)
+        rid = runtime.send("session/prompt",
+                           {"sessionId": session, "contentBlocks": [{"type": "text", "text": turn.user_text}]})
+        answer = runtime.response(rid, deadline)
+        if answer is not None and "error" in answer:
+            return outcome(1, f"session/prompt refused: {json.dumps(answer.get('error'))}")
+        message_id = _obj(_obj(answer).get("result")).get("messageId")
+
+        def idle_after_receipt(ms: list[dict[str, Any]]) -> int | None:
+            receipt = None
+            for i in range(mark, len(ms)):
+                m = ms[i]
+                params = _obj(m.get("params"))
+                if params.get("sessionId") != session:
+                    continue
+                if receipt is None:
+                    event = _obj(params.get("event"))
+                    data = _obj(event.get("data"))
+                    inserted = data["inserted"] if isinstance(data.get("inserted"), list) else []
+                    if event.get("type") == "agent/inbox/spliced" and any(
+                        isinstance(x, dict) and x.get("id") == message_id for x in inserted
+                    ):
+                        receipt = i
+                elif m.get("method") == "session.status" and params.get("status") == "idle":
+                    return receipt + 1  # +1: never falsy
+            return None
+
+        done = runtime.wait_for(idle_after_receipt, deadline) if message_id else None
+        if done is None:
+            if time.monotonic() >= deadline:
+                runtime.kill()
+                self._live.pop(ctx.run_id, None)
+                return outcome(None, f"wall clock of {turn.deadline_s:.0f}s exceeded; runtime process group killed",
+                               timed_out=True)
+            code = runtime.proc.poll()
+            runtime.kill()
+            self._live.pop(ctx.run_id, None)
+            return outcome(None, f"DeepSeek Harness runtime ended before the turn finished (exit status {code})")
+        kind = _turn_status(runtime.messages, session, done - 1)
+        if kind == "completed":
+            return outcome(0)
+        return outcome(1, f"turn ended with reason {kind!r}" if kind else "the turn ended without a turn/end event")
+
+    # -------------------------------------------------------------------------- collect
+    def collect(self, ctx: RunContext) -> list[Path]:
+        """Shut the runtime down (its last words go to the last turn's files), then archive
+        every session folder of ``DSH_SESSION_ROOT`` to ``native/sessions/<session>/``: the
+        zstd session log verbatim plus a decompressed ``session.jsonl`` beside it."""
+        runtime = self._live.pop(ctx.run_id, None)
+        if runtime is not None:
+            runtime.shutdown()
+        copied: list[Path] = []
+        root = self.session_root(ctx)
+        if not root.is_dir():
+            return copied
+        for log in sorted(root.glob("*/*/session.jsonl.zstd")):
+            dest = ctx.paths.native / "sessions" / log.parent.name
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in sorted(p for p in log.parent.rglob("*") if p.is_file()):
+                target = dest / f.relative_to(log.parent)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                copied.append(Path(shutil.copy2(f, target)))
+            text = zstd_decompress(log)
+            if text is not None:
+                (dest / "session.jsonl").write_bytes(text)
+                copied.append(dest / "session.jsonl")
+        # Full outputs of truncated bash results ("[output truncated; full output: <path>]"),
+        # written by the runtime's subprocess plugin under TMPDIR.
+        for spill in sorted((ctx.home / "tmp").glob("dsh-subprocess-*/*")):
+            if spill.is_file():
+                target = ctx.paths.native / "spill" / spill.parent.name / spill.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                copied.append(Path(shutil.copy2(spill, target)))
+        return copied
+
+    def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
+        return normalize(turn_files(paths.native, [o.index for o in outcomes]), paths.native / "sessions", run_id)
+
+
+def zstd_decompress(path: Path) -> bytes | None:
+    """The decompressed bytes of a zstd file (``zstandard`` if importable, else the ``zstd`` CLI)."""
+    try:
+        import zstandard  # type: ignore[import-not-found]
+
+        with path.open("rb") as fh:
+            return bytes(zstandard.ZstdDecompressor().stream_reader(fh).read())
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001 - a corrupt archive stays compressed (kept verbatim)
+        return None
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        return None
+    out = subprocess.run([zstd, "-dc", str(path)], capture_output=True, timeout=60, check=False)
+    return out.stdout if out.returncode == 0 else None

@@ -1,0 +1,382 @@
+"""DeepSeek Harness native records -> Trace IR (pure: reads only the archived files it is given).
+
+Source per turn: ``native/turn-<n>.stdout``, the runtime's JSON-RPC stdout verbatim (one JSON
+message per line, wire order = the strongest native order), with the requests we sent in
+``turn-<n>.requests.jsonl`` (to name the method a response answers). Messages:
+
+* responses (``initialize``, ``session/prompt``, ``shutdown``) -> ``native_event``
+  (``native_method``), an error response -> ``native_diagnostic``;
+* ``session.status`` (``running``/``idle``) -> ``native_event`` with the status;
+* ``session.event`` by ``event.type``:
+
+  - ``assistant/message`` -> ``assistant_message`` (text or reasoning blocks, the message's
+    usage as ``token_usage`` of scope ``call``, the finish reason of the step's ``finish``
+    chunk) and one ``tool`` per ``tool-call`` block (arguments: the JSON the model sent,
+    parsed; kept verbatim when not JSON);
+  - ``tool/result`` -> the ``tool_result`` of the call with the same ``toolCallId`` (content
+    verbatim — rc6 reports a non-zero exit only as ``[exit code: N]`` text, so ``exit_code`` is
+    never set — and the block's ``isError``);
+  - ``assistant/chunk`` text/reasoning deltas -> ``assistant_delta``; the other chunks
+    (block start/end, tool-call deltas, usage, finish) are folded into the
+    ``assistant/message`` that lists them in ``sourceEventSeqs`` and are not repeated — except
+    a ``finish`` with reason ``error`` (a failed model call, retried or not), which no message
+    carries: it becomes a ``native_diagnostic``;
+  - ``request/header`` (the system prompt, tools and model config the harness records when
+    they change) -> ``model_input`` (messages are not in the header: left ``None``);
+  - ``turn/end`` with a reason other than ``completed`` -> ``native_diagnostic``;
+  - everything else (``turn/start``, ``step/start``, ``tool/call``, ``user/message``,
+    ``agent/inbox/spliced``, ``session/title``, ``request/context``…) -> ``native_event``.
+
+``native/sessions/<session>/session.jsonl.zstd`` (the runtime's own session log, kept
+verbatim) becomes a ``native_session_archive`` record with its digest and size.
+
+Call ids are the model's; an id seen in more than one turn is turn-scoped (``<id>#t<n>``) with
+``native_tool_call_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harnesses.base import NormalizedTrace
+from tracetrial.trace import (
+    AssistantDeltaEvent,
+    AssistantMessageEvent,
+    EventBase,
+    ModelInputEvent,
+    NativeDiagnosticEvent,
+    NativeEvent,
+    NativeSessionArchiveEvent,
+    RawStderrEvent,
+    RawStdoutEvent,
+    TokenUsage,
+    TokenUsageEvent,
+    ToolCall,
+    ToolEvent,
+    ToolResult,
+    utc_now,
+)
+
+HARNESS = "deepseek"
+SRC_STDOUT = f"native:{HARNESS}/stdout"
+SRC_STDERR = f"native:{HARNESS}/stderr"
+SRC_SESSION = f"native:{HARNESS}/session"
+MAIN = "main"
+
+#: assistant/chunk types folded into the assistant/message that lists them (sourceEventSeqs).
+FOLDED_CHUNKS = {"block-start", "block-end", "tool-call-delta", "usage", "finish"}
+DELTA_CHUNKS = {"text-delta": "content_delta", "reasoning-delta": "reasoning_delta", "thinking-delta": "reasoning_delta"}
+
+
+@dataclass(frozen=True)
+class TurnFiles:
+    """The archived native output of one user turn."""
+
+    index: int
+    stdout: Path
+    stderr: Path | None = None
+    requests: Path | None = None
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass
+class _Line:
+    no: int
+    text: str
+    data: dict[str, Any] | None
+    error: str | None
+
+
+def read_jsonl(path: Path | None) -> Iterator[_Line]:
+    if path is None or not path.is_file():
+        return
+    raw = path.read_bytes().decode("utf-8", errors="replace")
+    for no, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield _Line(no, text, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(data, dict):
+            yield _Line(no, text, None, f"not a JSON object ({type(data).__name__})")
+            continue
+        yield _Line(no, text, data, None)
+
+
+def _event(data: dict[str, Any]) -> dict[str, Any]:
+    return _obj(_obj(data.get("params")).get("event"))
+
+
+def _content(blocks: Any) -> Any:
+    if isinstance(blocks, list) and len(blocks) == 1 and _obj(blocks[0]).get("type") == "text":
+        return blocks[0].get("text")
+    return blocks
+
+
+def _args(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw  # kept verbatim: the model sent something that is not JSON
+    return raw
+
+
+@dataclass
+class _Normalizer:
+    run_id: str
+    at: datetime
+    scoped: set[str]
+    events: list[EventBase] = field(default_factory=list)
+    calls: dict[str, ToolEvent] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    partial: bool = False
+    finish: dict[tuple[Any, Any, Any], str] = field(default_factory=dict)  # (session, turn, step) -> reason
+
+    def env(self, turn: int, line: _Line, data: dict[str, Any]) -> dict[str, Any]:
+        params = _obj(data.get("params"))
+        ev = _obj(params.get("event"))
+        d = _obj(ev.get("data"))
+        ts = ev.get("time")
+        return {
+            "seq": 1,
+            "timestamp": self.at,
+            "run_id": self.run_id,
+            "source": SRC_STDOUT,
+            "conversation_turn": turn,
+            "session_id": params.get("sessionId") if isinstance(params.get("sessionId"), str) else None,
+            "turn_id": d.get("turn") if isinstance(d.get("turn"), (int, str)) else None,
+            "step_id": d.get("step") if isinstance(d.get("step"), (int, str)) else None,
+            "principal_id": MAIN,
+            "principal_role": "main",
+            "source_event_seq": line.no,
+            "source_timestamp": str(ts) if isinstance(ts, (int, float)) else None,
+            "raw_event": data,
+        }
+
+    def cid(self, native: str, turn: int) -> str:
+        return f"{native}#t{turn}" if native in self.scoped else native
+
+    def line(self, turn: int, line: _Line, methods: dict[str, str]) -> None:
+        data = line.data or {}
+        env = self.env(turn, line, data)
+        if "method" not in data and "id" in data:  # a response to one of our requests
+            method = methods.get(str(data.get("id")))
+            if "error" in data:
+                self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=f"rpc_error/{method}",
+                                                         detail=data.get("error")))
+            else:
+                self.events.append(NativeEvent(**env, native_event_type="rpc/response", native_method=method))
+            return
+        method = data.get("method")
+        params = _obj(data.get("params"))
+        if method == "session.status":
+            status = params.get("status")
+            self.events.append(NativeEvent(**env, native_event_type="session.status", native_method=method,
+                                           status=status if isinstance(status, str) else None))
+            return
+        if method != "session.event":
+            self.events.append(NativeEvent(**env, native_event_type=str(method), native_method=str(method)))
+            return
+        ev = _event(data)
+        etype = ev.get("type")
+        d = _obj(ev.get("data"))
+        if etype == "assistant/chunk":
+            chunk = _obj(d.get("chunk"))
+            ctype = chunk.get("type")
+            if ctype == "finish":
+                reason = _obj(chunk.get("reason")).get("kind")
+                if isinstance(reason, str):
+                    self.finish[(params.get("sessionId"), d.get("turn"), d.get("step"))] = reason
+                if reason == "error":  # a failed model call: no assistant/message carries it
+                    self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="assistant/chunk/finish/error",
+                                                             detail=chunk.get("reason")))
+            if ctype in DELTA_CHUNKS:
+                text = chunk.get("text", chunk.get("delta"))
+                self.events.append(AssistantDeltaEvent(
+                    **env, **{DELTA_CHUNKS[ctype]: text if isinstance(text, str) else None},
+                    content_kind="reasoning" if DELTA_CHUNKS[ctype] == "reasoning_delta" else "text",
+                    fragment_seq=ev.get("seq") if isinstance(ev.get("seq"), int) else None,
+                ))
+            elif ctype not in FOLDED_CHUNKS:
+                self.events.append(NativeEvent(**env, native_event_type=f"assistant/chunk/{ctype}"))
+        elif etype == "assistant/message":
+            self.assistant(env, turn, d, params.get("sessionId"))
+        elif etype == "tool/result":
+            self.tool_result(env, turn, d)
+        elif etype == "request/header":
+            header = _obj(d.get("header"))
+            config = _obj(header.get("config"))
+            self.events.append(ModelInputEvent(
+                **env,
+                model=config.get("model") if isinstance(config.get("model"), str) else None,
+                provider=config.get("provider") if isinstance(config.get("provider"), str) else None,
+                tools=header.get("tools") if isinstance(header.get("tools"), list) else None,
+                request_params=config or None,
+            ))
+        elif etype == "turn/end":
+            reason = _obj(d.get("reason"))
+            kind = reason.get("kind")
+            if kind != "completed":
+                self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=f"turn/end/{kind}", detail=reason))
+            else:
+                self.events.append(NativeEvent(**env, native_event_type="session.event/turn/end", status=kind))
+        else:
+            self.events.append(NativeEvent(**env, native_event_type=f"session.event/{etype}"))
+
+    def assistant(self, env: dict[str, Any], turn: int, d: dict[str, Any], session: Any) -> None:
+        msg = _obj(d.get("message"))
+        blocks = _list(msg.get("content"))
+        mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+        model = _obj(msg.get("source")).get("model")
+        model = model if isinstance(model, str) else None
+        finish = self.finish.get((session, d.get("turn"), d.get("step")))
+        texts = [b for b in blocks if _obj(b).get("type") == "text"]
+        reasoning = [b for b in blocks if _obj(b).get("type") in ("reasoning", "thinking")]
+        others = [b for b in blocks if _obj(b).get("type") not in ("text", "reasoning", "thinking", "tool-call")]
+        for b in reasoning:
+            text = b.get("text", b.get("reasoning"))
+            self.events.append(AssistantMessageEvent(**env, message_id=mid, content_kind="reasoning", model=model,
+                                                     reasoning=text if isinstance(text, str) else None))
+        if texts or others:
+            content = texts[0].get("text") if len(texts) == 1 and not others else texts + others
+            self.events.append(AssistantMessageEvent(**env, message_id=mid, content=content, content_kind="text",
+                                                     model=model, finish_reason=finish))
+        for b in blocks:
+            if _obj(b).get("type") != "tool-call" or not isinstance(b.get("id"), str):
+                continue
+            cid = self.cid(b["id"], turn)
+            call = ToolEvent(
+                **env,
+                tool_call=ToolCall(id=cid, name=str(b.get("name")), arguments=_args(b.get("arguments")),
+                                   native_tool_call_id=b["id"] if cid != b["id"] else None),
+                tool_result=None,
+            )
+            self.calls[cid] = call
+            self.events.append(call)
+        usage = _obj(d.get("usage"))
+        if usage:
+            def num(k: str) -> int | None:
+                return usage.get(k) if isinstance(usage.get(k), int) else None
+
+            self.events.append(TokenUsageEvent(
+                **env,
+                usage=TokenUsage(input_tokens=num("inputTokens"), output_tokens=num("outputTokens"),
+                                 cache_read_tokens=num("cacheReadTokens"), cache_write_tokens=num("cacheWriteTokens"),
+                                 reasoning_tokens=num("reasoningTokens")),
+                usage_scope="call",
+            ))
+
+    def tool_result(self, env: dict[str, Any], turn: int, d: dict[str, Any]) -> None:
+        msg = _obj(d.get("message"))
+        blocks = [b for b in _list(msg.get("content")) if _obj(b).get("type") == "tool-result"]
+        if not blocks:
+            self.events.append(NativeEvent(**env, native_event_type="session.event/tool/result",
+                                           status="no tool-result block"))
+            return
+        for b in blocks:
+            native = b.get("toolCallId")
+            cid = self.cid(native, turn) if isinstance(native, str) else None
+            call = self.calls.get(cid) if cid else None
+            if call is None or call.tool_result is not None:
+                self.events.append(NativeEvent(**env, native_event_type="tool_result_unmatched",
+                                               status=f"no call with toolCallId {native!r} in this turn"))
+                continue
+            call.tool_result = ToolResult(
+                content=_content(b.get("content")),
+                is_error=b.get("isError") if isinstance(b.get("isError"), bool) else None,
+            )
+
+
+def _repeated_ids(turns: Sequence[TurnFiles]) -> set[str]:
+    seen: dict[str, set[int]] = {}
+    for files in turns:
+        for line in read_jsonl(files.stdout):
+            ev = _event(line.data or {})
+            if ev.get("type") != "assistant/message":
+                continue
+            for b in _list(_obj(_obj(ev.get("data")).get("message")).get("content")):
+                if _obj(b).get("type") == "tool-call" and isinstance(b.get("id"), str):
+                    seen.setdefault(b["id"], set()).add(files.index)
+    return {k for k, v in seen.items() if len(v) > 1}
+
+
+def normalize(
+    turns: Sequence[TurnFiles],
+    sessions: Path,
+    run_id: str,
+    *,
+    at: datetime | None = None,
+) -> NormalizedTrace:
+    """Normalize the archived JSON-RPC wire of a run (turns in order) into Trace IR events;
+    ``sessions`` is ``native/sessions`` (the runtime's session archives)."""
+    ordered = sorted(turns, key=lambda t: t.index)
+    norm = _Normalizer(run_id, at or utc_now(), _repeated_ids(ordered))
+    parsed_any = False
+    unfinished: list[int] = []
+    for files in ordered:
+        methods: dict[str, str] = {}
+        for line in read_jsonl(files.requests):
+            if line.data and isinstance(line.data.get("method"), str):
+                methods[str(line.data.get("id"))] = line.data["method"]
+        prompted = "session/prompt" in methods.values()
+        ended = False
+        for line in read_jsonl(files.stdout):
+            if line.data is None:
+                norm.partial = True
+                norm.notes.append(f"turn {files.index}: stdout line {line.no} unparseable ({line.error})")
+                norm.events.append(RawStdoutEvent(
+                    seq=1, timestamp=norm.at, run_id=run_id, source=SRC_STDOUT, conversation_turn=files.index,
+                    source_event_seq=line.no, text=line.text, stream_seq=line.no, parseable=False,
+                    parse_error=line.error,
+                ))
+                continue
+            parsed_any = True
+            norm.line(files.index, line, methods)
+            if _event(line.data).get("type") == "turn/end":
+                ended = True
+        if prompted and not ended:
+            norm.partial = True
+            unfinished.append(files.index)
+            norm.notes.append(f"turn {files.index}: the wire has no turn/end for the prompt")
+        if files.stderr is not None and files.stderr.is_file():
+            text = files.stderr.read_bytes().decode("utf-8", errors="replace")
+            if text.strip():
+                norm.events.append(RawStderrEvent(seq=1, timestamp=norm.at, run_id=run_id, source=SRC_STDERR,
+                                                  conversation_turn=files.index, text=text))
+    last = ordered[-1].index if ordered else None
+    if sessions.is_dir():
+        for archive in sorted(sessions.glob("*/session.jsonl.zstd")):
+            data = archive.read_bytes()
+            norm.events.append(NativeSessionArchiveEvent(
+                seq=1, timestamp=norm.at, run_id=run_id, source=SRC_SESSION, conversation_turn=last,
+                session_id=archive.parent.name, status="archived", format="jsonl+zstd",
+                artifact=f"native/sessions/{archive.parent.name}/{archive.name}",
+                sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
+            ))
+    if not parsed_any:
+        norm.notes.append("no parseable JSON-RPC message from the runtime in any turn")
+        status = "unavailable"
+    else:
+        status = "partial" if norm.partial else "complete"
+    return NormalizedTrace(
+        events=norm.events,
+        structured_trace_status=status,  # type: ignore[arg-type]
+        trace_complete=parsed_any and not unfinished,
+        notes=norm.notes,
+    )

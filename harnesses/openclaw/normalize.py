@@ -1,0 +1,594 @@
+"""OpenClaw native records -> Trace IR (pure: reads only the archived files it is given).
+
+Sources:
+
+* ``native/turn-<n>.stdout`` — one JSON document per turn: the ``agent exec --json`` envelope
+  (``ok``, ``status``, ``final``, ``usage``, ``sessionId``, ``error``…) or, for a resumed turn,
+  the ``agent --local --json`` result (``payloads``, ``meta.agentMeta`` with ``sessionId``,
+  ``usage`` and ``terminalReceipt.runId``);
+* ``native/openclaw/<agent>/transcript_events.jsonl`` — the session transcript (the
+  model-facing exchange: user prompts, assistant messages with ``toolCall`` blocks and
+  per-call usage, ``toolResult`` messages with ``isError`` and the exec ``details`` —
+  ``exitCode``, ``status``, ``durationMs`` — joined by ``toolCallId``);
+* ``native/openclaw/<agent>/trajectory_runtime_events.jsonl`` — the runtime trajectory of
+  each run (``session.started``, ``context.compiled``, ``prompt.submitted``, ``tool.call``,
+  ``tool.result``, ``model.completed``, ``session.ended``…), kept as ``native_event``.
+
+Both tables are dumped row by row by the adapter (``event`` is the stored record).
+
+Turns: every turn is one process and one OpenClaw *run*. A turn's run id is read from its
+stdout (``agent exec``: the run id is the session id it reports; ``--local``:
+``terminalReceipt.runId``). Transcript assistant/tool messages carry ``__openclaw.runId``;
+rows without one (the user prompt, model snapshots) belong to the run of the next row of the
+same session that has one, else to the previous. Runtime rows are keyed by run id. When a
+turn's stdout is missing (killed), runs nobody claimed are given to such turns in order of
+first appearance, with a note.
+
+Order within a turn: runtime rows up to ``prompt.submitted``, the transcript rows, the rest of
+the runtime rows, the stdout result (a ``native_event``, the turn's aggregate ``token_usage``
+and a main-principal ``task_completion`` carrying the result's own statements: final text,
+``assistantTurns`` as ``model_calls``, the tool summary), stderr. Tool-call ids are the model's ids as the
+transcript stores them (OpenClaw rewrites them on the wire, e.g. ``call_1`` -> ``call1``); an
+id seen in more than one turn is turn-scoped (``<id>#t<n>``) with ``native_tool_call_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harnesses.base import NormalizedTrace
+from tracetrial.trace import (
+    AssistantMessageEvent,
+    ContextCompactionEvent,
+    EventBase,
+    NativeDiagnosticEvent,
+    NativeEvent,
+    RawStderrEvent,
+    RawStdoutEvent,
+    TaskCompletionEvent,
+    TokenUsage,
+    TokenUsageEvent,
+    ToolCall,
+    ToolEvent,
+    ToolResult,
+    utc_now,
+)
+
+HARNESS = "openclaw"
+SRC_STDOUT = f"native:{HARNESS}/stdout"
+SRC_STDERR = f"native:{HARNESS}/stderr"
+SRC_TRANSCRIPT = f"native:{HARNESS}/transcript"
+SRC_TRAJECTORY = f"native:{HARNESS}/trajectory"
+MAIN = "main"
+
+#: Session-store tables the adapter dumps (table -> SQL order: insertion order).
+SQLITE_TABLES: dict[str, str] = {
+    "transcript_events": "rowid",
+    "trajectory_runtime_events": "rowid",
+    "session_windows": "rowid",
+    "session_nodes": "rowid",
+}
+
+
+@dataclass(frozen=True)
+class TurnFiles:
+    """The archived native output of one user turn."""
+
+    index: int
+    stdout: Path
+    stderr: Path | None = None
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+@dataclass
+class _Row:
+    """One dumped SQLite row (``data``) or a line of the dump that is not a JSON object."""
+
+    file: str
+    no: int
+    data: dict[str, Any] | None
+    text: str
+    error: str | None = None
+
+    @property
+    def event(self) -> dict[str, Any]:
+        return _obj((self.data or {}).get("event"))
+
+
+def _read_dump(path: Path) -> Iterator[_Row]:
+    if not path.is_file():
+        return
+    raw = path.read_bytes().decode("utf-8", errors="replace")
+    for no, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield _Row(path.name, no, None, text, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(data, dict):
+            yield _Row(path.name, no, None, text, f"not a JSON object ({type(data).__name__})")
+            continue
+        yield _Row(path.name, no, data, text)
+
+
+@dataclass
+class _TurnResult:
+    """What a turn's stdout said (``kind`` ``exec``/``local``; ``None`` when unparseable/empty)."""
+
+    kind: str | None
+    data: dict[str, Any] | None
+    text: str
+    error: str | None
+    session_id: str | None = None
+    run_id: str | None = None
+
+
+def _read_result(path: Path) -> _TurnResult:
+    text = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
+    if not text.strip():
+        return _TurnResult(None, None, text, "empty stdout")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _TurnResult(None, None, text, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    if not isinstance(data, dict):
+        return _TurnResult(None, None, text, f"not a JSON object ({type(data).__name__})")
+    if "meta" in data and "ok" not in data:
+        agent = _obj(_obj(data.get("meta")).get("agentMeta"))
+        receipt = _obj(agent.get("terminalReceipt"))
+        sid = agent.get("sessionId")
+        rid = receipt.get("runId")
+        return _TurnResult("local", data, text, None, sid if isinstance(sid, str) else None,
+                           rid if isinstance(rid, str) else None)
+    sid = data.get("sessionId")
+    sid = sid if isinstance(sid, str) and sid else None
+    # agent exec runs its single turn with the session id as run id
+    return _TurnResult("exec", data, text, None, sid, sid)
+
+
+def _usage(raw: Any) -> TokenUsage | None:
+    u = _obj(raw)
+    if not u:
+        return None
+    ints = {k: (v if isinstance(v, int) else None) for k, v in u.items()}
+    return TokenUsage(
+        input_tokens=ints.get("input"),
+        output_tokens=ints.get("output"),
+        cache_read_tokens=ints.get("cacheRead"),
+        cache_write_tokens=ints.get("cacheWrite"),
+        total_tokens=ints.get("total", ints.get("totalTokens")),
+    )
+
+
+def _content(blocks: Any) -> Any:
+    """A single text block as its text (verbatim); anything else as stored."""
+    if isinstance(blocks, list) and len(blocks) == 1 and _obj(blocks[0]).get("type") == "text":
+        return blocks[0].get("text")
+    return blocks
+
+
+@dataclass
+class _Normalizer:
+    run_id: str
+    at: datetime
+    scoped: set[str]
+    events: list[EventBase] = field(default_factory=list)
+    calls: dict[str, ToolEvent] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    partial: bool = False
+
+    def env(self, turn: int, source: str, session: str | None, seq: int | None, ts: Any, raw: Any) -> dict[str, Any]:
+        return {
+            "seq": 1,
+            "timestamp": self.at,
+            "run_id": self.run_id,
+            "source": source,
+            "conversation_turn": turn,
+            "session_id": session,
+            "principal_id": MAIN,
+            "principal_role": "main",
+            "source_event_seq": seq,
+            "source_timestamp": ts if isinstance(ts, str) else None,
+            "raw_event": raw,
+        }
+
+    def cid(self, native: str, turn: int) -> str:
+        return f"{native}#t{turn}" if native in self.scoped else native
+
+    # -- transcript --------------------------------------------------------------------------
+    def transcript(self, turn: int, row: _Row) -> None:
+        data = row.data or {}
+        ev = row.event
+        seq = data.get("seq") if isinstance(data.get("seq"), int) else None
+        env = self.env(turn, SRC_TRANSCRIPT, data.get("session_id"), seq, ev.get("timestamp"), ev)
+        etype = ev.get("type")
+        if etype == "message":
+            self.message(env, turn, _obj(ev.get("message")), ev)
+        elif isinstance(etype, str) and "compaction" in etype.lower():
+            summary = ev.get("summary")
+            self.events.append(
+                ContextCompactionEvent(
+                    **env,
+                    native_event_type=f"transcript/{etype}",
+                    native_event_id=ev.get("id") if isinstance(ev.get("id"), str) else None,
+                    summary=summary if isinstance(summary, str) else None,
+                    summary_present=bool(summary) if isinstance(summary, str) else None,
+                )
+            )
+        else:
+            kind = f"transcript/{etype}"
+            if etype == "custom" and isinstance(ev.get("customType"), str):
+                kind += f"/{ev['customType']}"
+            self.events.append(NativeEvent(**env, native_event_type=kind))
+
+    def message(self, env: dict[str, Any], turn: int, msg: dict[str, Any], ev: dict[str, Any]) -> None:
+        role = msg.get("role")
+        if role == "assistant":
+            blocks = _list(msg.get("content"))
+            texts = [b for b in blocks if _obj(b).get("type") == "text"]
+            thinking = [b for b in blocks if _obj(b).get("type") in ("thinking", "reasoning")]
+            others = [b for b in blocks if _obj(b).get("type") not in ("text", "thinking", "reasoning", "toolCall")]
+            mid = ev.get("id") if isinstance(ev.get("id"), str) else None
+            model = msg.get("model") if isinstance(msg.get("model"), str) else None
+            stop = msg.get("stopReason") if isinstance(msg.get("stopReason"), str) else None
+            for b in thinking:
+                text = b.get("thinking", b.get("text"))
+                self.events.append(
+                    AssistantMessageEvent(
+                        **env, message_id=mid, content_kind="reasoning", model=model,
+                        reasoning=text if isinstance(text, str) else None,
+                    )
+                )
+            if texts or others:
+                content = texts[0].get("text") if len(texts) == 1 and not others else texts + others
+                self.events.append(
+                    AssistantMessageEvent(
+                        **env, message_id=mid, content=content, content_kind="text", model=model, finish_reason=stop
+                    )
+                )
+            for b in blocks:
+                if _obj(b).get("type") != "toolCall" or not isinstance(b.get("id"), str):
+                    continue
+                cid = self.cid(b["id"], turn)
+                call = ToolEvent(
+                    **env,
+                    tool_call=ToolCall(
+                        id=cid,
+                        name=str(b.get("name")),
+                        arguments=b.get("arguments"),
+                        native_tool_call_id=b["id"] if cid != b["id"] else None,
+                    ),
+                    tool_result=None,
+                )
+                self.calls[cid] = call
+                self.events.append(call)
+            if msg.get("errorMessage") or stop == "error":
+                self.events.append(
+                    NativeDiagnosticEvent(**env, diagnostic_type="assistant_error", detail=msg.get("errorMessage"))
+                )
+            usage = _usage(msg.get("usage"))
+            if usage is not None:
+                cost = _obj(_obj(msg.get("usage")).get("cost")).get("total")
+                self.events.append(
+                    TokenUsageEvent(
+                        **env, usage=usage, usage_scope="call",
+                        reported_cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
+                    )
+                )
+        elif role == "toolResult" and isinstance(msg.get("toolCallId"), str):
+            cid = self.cid(msg["toolCallId"], turn)
+            found = self.calls.get(cid)
+            if found is None or found.tool_result is not None:
+                self.events.append(
+                    NativeEvent(
+                        **env,
+                        native_event_type="transcript/tool_result_unmatched",
+                        status=f"no call with id {msg['toolCallId']!r} in this turn",
+                    )
+                )
+                return
+            details = _obj(msg.get("details"))
+            duration = details.get("durationMs")
+            found.tool_result = ToolResult(
+                content=_content(msg.get("content")),
+                is_error=msg.get("isError") if isinstance(msg.get("isError"), bool) else None,
+                status=details.get("status") if isinstance(details.get("status"), str) else None,
+                exit_code=details.get("exitCode") if isinstance(details.get("exitCode"), int) else None,
+                duration=duration / 1000 if isinstance(duration, (int, float)) else None,
+            )
+        else:
+            self.events.append(NativeEvent(**env, native_event_type=f"transcript/message/{role}"))
+
+    # -- runtime trajectory ------------------------------------------------------------------------
+    def runtime(self, turn: int, row: _Row) -> None:
+        ev = row.event
+        data = _obj(ev.get("data"))
+        # the table's own sequence (unique per run; the event's "seq" restarts on each retry attempt)
+        seq = (row.data or {}).get("seq") if isinstance((row.data or {}).get("seq"), int) else None
+        sid = ev.get("sessionId") if isinstance(ev.get("sessionId"), str) else None
+        env = self.env(turn, SRC_TRAJECTORY, sid, seq, ev.get("ts"), ev)
+        etype = str(ev.get("type"))
+        if "compaction" in etype.lower():
+            self.events.append(ContextCompactionEvent(**env, native_event_type=f"trajectory/{etype}"))
+            return
+        status = data.get("status", data.get("finalStatus"))
+        self.events.append(
+            NativeEvent(**env, native_event_type=f"trajectory/{etype}", status=status if isinstance(status, str) else None)
+        )
+        if etype == "model.completed" and data.get("stopReason") == "error":
+            # a failed model call leaves no transcript message: its error is only recorded here
+            errors = [
+                {k: m[k] for k in ("errorMessage", "errorCode", "errorType") if k in m}
+                for m in (data.get("messagesSnapshot") or [])
+                if isinstance(m, dict) and m.get("errorMessage")
+            ]
+            self.events.append(
+                NativeDiagnosticEvent(**env, diagnostic_type="trajectory/model.completed/error", detail=errors or None)
+            )
+
+    # -- stdout result ------------------------------------------------------------------------------
+    def result(self, turn: int, res: _TurnResult) -> None:
+        if res.data is None:
+            self.events.append(
+                RawStdoutEvent(
+                    seq=1, timestamp=self.at, run_id=self.run_id, source=SRC_STDOUT, conversation_turn=turn,
+                    text=res.text, stream_seq=1, parseable=False, parse_error=res.error,
+                )
+            )
+            return
+        env = self.env(turn, SRC_STDOUT, res.session_id, 1, None, res.data)
+        data = res.data
+        if res.kind == "exec":
+            self.events.append(NativeEvent(**env, native_event_type="agent_exec/result",
+                                           status=data.get("status") if isinstance(data.get("status"), str) else None))
+            usage = _usage(data.get("usage"))
+            cost = data.get("costUsd")
+            if data.get("ok") is False or data.get("error") is not None:
+                self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="agent_exec_error",
+                                                         detail=data.get("error")))
+        else:
+            meta = _obj(data.get("meta"))
+            agent = _obj(meta.get("agentMeta"))
+            stop = meta.get("stopReason")
+            self.events.append(NativeEvent(**env, native_event_type="agent_local/result",
+                                           status=stop if isinstance(stop, str) else None))
+            usage = _usage(agent.get("usage"))
+            cost = agent.get("costUsd")
+            if meta.get("error") is not None or meta.get("aborted") is True:
+                self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="agent_local_error",
+                                                         detail=meta.get("error") or {"aborted": True}))
+        self.events.append(
+            TokenUsageEvent(
+                **env,
+                usage=usage,
+                usage_available=usage is not None,
+                usage_scope="turn",
+                usage_aggregate=True,
+                reported_cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
+            )
+        )
+        self.completion(env, res)
+
+    def completion(self, env: dict[str, Any], res: _TurnResult) -> None:
+        """The turn's completion record: what OpenClaw states about the finished run, under the
+        Trace IR's names (``final_text`` <- ``final``/``finalAssistantVisibleText``,
+        ``model_calls`` <- ``assistantTurns``, ``tool_summary`` <- ``toolSummary``); only the
+        fields the native result carries."""
+        data = res.data or {}
+        if res.kind == "exec":
+            status, final = data.get("status"), data.get("final")
+            turns, summary = data.get("assistantTurns"), data.get("toolSummary")
+        else:
+            meta = _obj(data.get("meta"))
+            status = "aborted" if meta.get("aborted") is True else meta.get("stopReason")
+            final = meta.get("finalAssistantVisibleText")
+            turns, summary = _obj(meta.get("agentMeta")).get("assistantTurns"), meta.get("toolSummary")
+        content: dict[str, Any] = {}
+        if isinstance(final, str):
+            content["final_text"] = final
+        if isinstance(turns, int) and not isinstance(turns, bool):
+            content["model_calls"] = turns
+        if isinstance(summary, dict):
+            content["tool_summary"] = summary
+        self.events.append(
+            TaskCompletionEvent(**env, status=status if isinstance(status, str) else None, content=content or None)
+        )
+
+
+def _runtime_run(row: _Row) -> str | None:
+    """The run a runtime-trajectory row belongs to (its ``run_id`` column, else the event's ``runId``)."""
+    rid = (row.data or {}).get("run_id") or row.event.get("runId")
+    return rid if isinstance(rid, str) else None
+
+
+def _run_of(row: _Row) -> str | None:
+    rid = _obj(_obj(row.event.get("message")).get("__openclaw")).get("runId")
+    return rid if isinstance(rid, str) else None
+
+
+def _assign_transcript(rows: list[_Row], turn_of_run: dict[str, int], fallback: dict[str, int]) -> dict[int, int]:
+    """Row index -> turn: by ``__openclaw.runId``; rows without one go with the next row of the
+    same session that has one (else the previous); ``fallback`` gives a session's last turn."""
+    out: dict[int, int] = {}
+    by_session: dict[Any, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_session.setdefault((row.data or {}).get("session_id"), []).append(i)
+    for session, idxs in by_session.items():
+        pending: list[int] = []
+        last: int | None = None
+        for i in idxs:
+            rid = _run_of(rows[i])
+            turn = turn_of_run.get(rid) if rid else None
+            if turn is None:
+                pending.append(i)
+                continue
+            for p in pending:
+                out[p] = turn
+            pending = []
+            out[i] = turn
+            last = turn
+        for p in pending:
+            t = last if last is not None else fallback.get(session)
+            if t is not None:
+                out[p] = t
+    return out
+
+
+def _call_ids(rows: list[_Row], turns: dict[int, int]) -> set[str]:
+    seen: dict[str, set[int]] = {}
+    for i, row in enumerate(rows):
+        msg = _obj(row.event.get("message"))
+        if msg.get("role") != "assistant" or i not in turns:
+            continue
+        for b in _list(msg.get("content")):
+            if _obj(b).get("type") == "toolCall" and isinstance(b.get("id"), str):
+                seen.setdefault(b["id"], set()).add(turns[i])
+    return {k for k, v in seen.items() if len(v) > 1}
+
+
+def normalize(
+    turns: Sequence[TurnFiles],
+    store: Path,
+    run_id: str,
+    *,
+    sessions: dict[int, str] | None = None,
+    at: datetime | None = None,
+) -> NormalizedTrace:
+    """Normalize archived OpenClaw output of a run (turns in order) into Trace IR events.
+
+    ``store`` is ``native/openclaw`` (one folder per agent with the table dumps); ``sessions``
+    maps a turn to the session id the adapter recorded (used when a turn's stdout is missing).
+    """
+    ordered = sorted(turns, key=lambda t: t.index)
+    results = {t.index: _read_result(t.stdout) for t in ordered}
+    notes: list[str] = []
+    partial = False
+
+    transcript: list[_Row] = []
+    runtime: list[_Row] = []
+    bad: list[_Row] = []
+    for agent in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
+        for row in _read_dump(agent / "transcript_events.jsonl"):
+            (transcript if row.data is not None else bad).append(row)
+        for row in _read_dump(agent / "trajectory_runtime_events.jsonl"):
+            (runtime if row.data is not None else bad).append(row)
+
+    # run id -> turn, from stdout; unclaimed runs go to turns without a known run, in order
+    turn_of_run: dict[str, int] = {}
+    for t in ordered:
+        rid = results[t.index].run_id
+        if rid:
+            turn_of_run[rid] = t.index
+    runs_in_order: list[str] = []
+    for row in runtime:
+        rid = _runtime_run(row)
+        if isinstance(rid, str) and rid not in runs_in_order:
+            runs_in_order.append(rid)
+    unclaimed = [r for r in runs_in_order if r not in turn_of_run]
+    orphans = [t.index for t in ordered if results[t.index].run_id is None]
+    for rid, index in zip(unclaimed, orphans):
+        turn_of_run[rid] = index
+        partial = True
+        notes.append(f"turn {index}: no run id on stdout; runtime run {rid} assigned by order of appearance")
+    session_turn: dict[str, int] = {}
+    for t in ordered:
+        sid = results[t.index].session_id or (sessions or {}).get(t.index)
+        if sid:
+            session_turn[sid] = t.index
+
+    tturn = _assign_transcript(transcript, turn_of_run, session_turn)
+    norm = _Normalizer(run_id, at or utc_now(), _call_ids(transcript, tturn))
+    last = ordered[-1].index if ordered else 1
+    for i, row in enumerate(transcript):
+        if i not in tturn:
+            tturn[i] = last
+            partial = True
+            data = row.data or {}
+            notes.append(f"transcript row session={data.get('session_id')!r} seq={data.get('seq')!r} "
+                         f"matches no turn's run; placed in turn {last}")
+    rturn: dict[int, int] = {}
+    for i, row in enumerate(runtime):
+        rid = _runtime_run(row)
+        if isinstance(rid, str) and rid in turn_of_run:
+            rturn[i] = turn_of_run[rid]
+        else:
+            rturn[i] = last
+            partial = True
+            notes.append(f"runtime row run={rid!r} matches no turn; placed in turn {last}")
+
+    for row in bad:
+        partial = True
+        notes.append(f"{row.file} line {row.no}: {row.error}")
+
+    unfinished: list[int] = []
+    any_native = bool(transcript or runtime)
+    for t in ordered:
+        res = results[t.index]
+        pre: list[_Row] = []
+        post: list[_Row] = []
+        submitted = False
+        for i, row in enumerate(runtime):
+            if rturn[i] != t.index:
+                continue
+            (post if submitted else pre).append(row)
+            if row.event.get("type") == "prompt.submitted":
+                submitted = True
+        for row in pre:
+            norm.runtime(t.index, row)
+        for i, row in enumerate(transcript):
+            if tturn[i] == t.index:
+                norm.transcript(t.index, row)
+        for row in post:
+            norm.runtime(t.index, row)
+        if t.index == last:
+            for row in bad:  # malformed dump lines stay visible
+                norm.events.append(
+                    NativeEvent(
+                        seq=1, timestamp=norm.at, run_id=run_id, source=SRC_TRANSCRIPT
+                        if row.file.startswith("transcript") else SRC_TRAJECTORY,
+                        conversation_turn=t.index, source_event_seq=row.no,
+                        native_event_type="malformed_record", status=row.error, raw_event=row.text,
+                    )
+                )
+        norm.result(t.index, res)
+        if res.data is None:
+            partial = True
+            unfinished.append(t.index)
+            notes.append(f"turn {t.index}: stdout has no JSON result ({res.error})")
+        elif not any(tturn[i] == t.index for i in range(len(transcript))):
+            partial = True
+            notes.append(f"turn {t.index}: no transcript rows for run {res.run_id} (tool exchange not observable)")
+        any_native = any_native or res.data is not None
+        if t.stderr is not None and t.stderr.is_file():
+            text = t.stderr.read_bytes().decode("utf-8", errors="replace")
+            if text.strip():
+                norm.events.append(
+                    RawStderrEvent(seq=1, timestamp=norm.at, run_id=run_id, source=SRC_STDERR,
+                                   conversation_turn=t.index, text=text)
+                )
+    if not any_native:
+        notes.append("no parseable OpenClaw result and no session records in any turn")
+        status = "unavailable"
+    else:
+        status = "partial" if partial or norm.partial else "complete"
+    return NormalizedTrace(
+        events=norm.events,
+        structured_trace_status=status,  # type: ignore[arg-type]
+        trace_complete=any_native and not unfinished,
+        notes=notes + norm.notes,
+    )
