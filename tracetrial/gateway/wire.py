@@ -23,6 +23,8 @@ import json
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from tracetrial.harness_text import is_harness_injected
+
 WireFormat = Literal["anthropic", "responses", "chat"]
 
 #: Tool-result and user-text contents keep this many bytes of head and of tail.
@@ -268,8 +270,9 @@ def extract_tool_results(body: Any, wire: WireFormat) -> list[dict[str, Any]]:
 
 
 def last_user_text(body: Any, wire: WireFormat) -> str | None:
-    """Text of the last user message that carries text (tool results excluded), capped like
-    tool-result content; ``None`` when there is none."""
+    """Text of the last message the *user* wrote (tool results and harness-injected context
+    such as Codex's ``<environment_context>`` excluded), capped like tool-result content;
+    ``None`` when there is none."""
     if not isinstance(body, dict):
         return None
     if wire == "responses":
@@ -280,7 +283,7 @@ def last_user_text(body: Any, wire: WireFormat) -> str | None:
         for it in seq:
             if isinstance(it, dict) and it.get("role") == "user" and it.get("type", "message") == "message":
                 text = _text_only(it.get("content"))
-                if text:
+                if text and not is_harness_injected(text):
                     return cap_text(text)[0]
         return None
     msgs = body.get("messages")
@@ -289,7 +292,7 @@ def last_user_text(body: Any, wire: WireFormat) -> str | None:
     for m in reversed(msgs):
         if isinstance(m, dict) and m.get("role") == "user":
             text = _text_only(m.get("content"))
-            if text:
+            if text and not is_harness_injected(text):
                 return cap_text(text)[0]
     return None
 

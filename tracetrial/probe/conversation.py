@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tracetrial.harness_text import HARNESS_INJECTED
 from tracetrial.probe.tools import ToolDecl, parse_tools
 
 WireFormat = Literal["anthropic", "responses", "chat"]
@@ -24,11 +25,7 @@ _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 # Harness-generated user-role texts that are not a user's words (Claude Code background
 # notifications, Codex/Claude environment context blocks, OpenClaw's internal-context block
 # appended to a resumed session).
-_NOT_USER = re.compile(
-    r"^\s*(\[SYSTEM NOTIFICATION|<task-notification>|<environment_context>|<user_instructions>|"
-    r"# AGENTS\.md instructions|This session is being continued from a previous conversation|"
-    r"Another language model started to solve this problem|<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>)"
-)
+_NOT_USER = HARNESS_INJECTED
 _CWD = re.compile(r"(?:Primary working directory|Working directory|Current working directory):[ \t]*(/[^\n]*)|"
                   r"<cwd>([^<]+)</cwd>")
 
