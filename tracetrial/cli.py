@@ -7,6 +7,7 @@
     tracetrial rescore OUTPUT             recompute every cell's score from its archive
     tracetrial report OUTPUT              write OUTPUT/reports/ from the archive
     tracetrial calibrate [--output DIR]   run reference + every mutant, print the discrimination table
+    tracetrial gate --baseline FILE OUTPUT   compare verdicts with a stored baseline (CI regression gate)
 """
 
 from __future__ import annotations
@@ -149,6 +150,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0 if report.ok and not broken else 1
 
 
+def cmd_gate(args: argparse.Namespace) -> int:
+    from ci.command import gate
+
+    return gate(Path(args.baseline), Path(args.output), update=args.update,
+                allow_version_change=args.allow_version_change)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracetrial", description="TraceTrial harness benchmark")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -179,6 +187,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-only", action="store_true", help="only read an existing archive")
     p.add_argument("--full", action="store_true", help="list every cell, not only those with flips or problems")
     p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("gate", help="compare an output's verdicts with a stored baseline; exit 1 on regressions",
+                       description="Exit codes: 0 no regression, 1 regressed/vanished/unmeasured cells, "
+                                   "2 unusable inputs, 3 harness version differs from the baseline's.")
+    p.add_argument("output", help="a session's archive folder (--tt-output)")
+    p.add_argument("--baseline", required=True, help="tt-baseline/1 file, e.g. ci/baselines/probe.json")
+    p.add_argument("--update", action="store_true",
+                   help="rewrite the baseline from the output (cells of the harnesses in the output)")
+    p.add_argument("--allow-version-change", action="store_true",
+                   help="compare even when a harness version differs from the baseline's (labelled)")
+    p.set_defaults(func=cmd_gate)
     p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
     p.set_defaults(func=None)
     return parser

@@ -6,6 +6,11 @@ Ids are ``<task>-<harness>-<model>``; markers carry the component name
 and the conversation form, so ``-k "Execution and codex"`` selects a slice.
 A broken pack still yields its cells: they fail with the loader's message while
 other packs run.
+
+With ``--tt-baseline``, a cell whose baseline records failing (or unscored)
+criteria carries ``tt_baseline(known={criterion: state})``; the checker turns it
+into ``xfail(strict=True)`` once the verdicts are known (see
+:class:`tracetrial_fixtures.scoring.Checker` for why not at collection).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +26,9 @@ from tracetrial.task import BrokenPack, TaskPack, discover
 from tracetrial.taxonomy import COMPONENTS, PROPERTIES
 
 from tracetrial_fixtures.settings import DEFAULT_HARNESSES, Settings
+
+if TYPE_CHECKING:
+    from ci.baseline import Baseline
 
 SURFACES = ("workflow", "terminal", "coding")
 FORMS = ("single", "multi", "simulator")
@@ -32,7 +41,9 @@ def marker_name(value: str) -> str:
 
 def static_markers() -> list[str]:
     """Markers registered for every session (``--strict-markers``)."""
-    lines = ["tt_cell: a TraceTrial task x harness x model cell"]
+    lines = ["tt_cell: a TraceTrial task x harness x model cell",
+             ("tt_baseline(known): criteria the --tt-baseline file records as not passing for this cell "
+              "(the cell is xfail(strict=True) on exactly those)")]
     lines += [f"{name}: cells of the {name} component" for name in COMPONENTS.values()]
     lines += [f"{p}: cells of the {p} property" for props in PROPERTIES.values() for p in props]
     lines += [f"{s}: cells on the {s} surface" for s in SURFACES]
@@ -74,8 +85,14 @@ def build_cells(tasks_dir: Path, settings: Settings) -> list[CellSpec]:
     return [CellSpec(p, h, m) for p in packs for h in harness_names(settings) for m in settings.models]
 
 
-def cell_param(cell: CellSpec) -> object:
+def cell_param(cell: CellSpec, baseline: Baseline | None = None) -> object:
     marks: list[pytest.MarkDecorator] = [pytest.mark.tt_cell]
+    if baseline is not None:
+        from ci.baseline import cell_key
+
+        known = baseline.known_failures(cell_key(cell.pack.id, cell.model, cell.harness))
+        if known:
+            marks.append(pytest.mark.tt_baseline(known=known))
     marks.append(getattr(pytest.mark, marker_name(cell.harness)))
     marks.append(getattr(pytest.mark, marker_name(cell.model)))
     if isinstance(cell.pack, TaskPack):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -25,9 +26,14 @@ from tracetrial_fixtures.collect import (
 from tracetrial_fixtures.services import Services
 from tracetrial_fixtures.settings import Settings, resolve_settings
 
+if TYPE_CHECKING:
+    from ci.baseline import Baseline
+
 SETTINGS_KEY = pytest.StashKey[Settings]()
 SERVICES_KEY = pytest.StashKey[Services]()
 CELL_LINES_KEY = pytest.StashKey[list[str]]()
+#: The ``--tt-baseline`` file, when given (its known failures mark cells at collection).
+BASELINE_KEY: pytest.StashKey[Baseline] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,12 +54,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="also archive full provider request bodies (redacted)")
     group.addoption("--tt-tasks", action="store", default=None,
                     help="task-pack folder to collect (default: the folder of the cells module)")
+    group.addoption("--tt-baseline", action="store", default=None,
+                    help="tt-baseline/1 file (e.g. ci/baselines/probe.json): cells with known failing "
+                         "criteria are xfail(strict=True); a new failure or a fixed one is red")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)
     config.stash[SETTINGS_KEY] = settings
     config.stash[CELL_LINES_KEY] = []
+    baseline = config.getoption("--tt-baseline")
+    if baseline:
+        from ci.baseline import BaselineError, load
+
+        try:
+            config.stash[BASELINE_KEY] = load(Path(baseline))
+        except BaselineError as exc:
+            raise pytest.UsageError(f"--tt-baseline: {exc}") from exc
     for line in static_markers():
         config.addinivalue_line("markers", line)
     for name in harness_names(settings):
@@ -70,7 +87,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = metafunc.config.stash[SETTINGS_KEY]
     tasks_dir = settings.tasks_dir or Path(metafunc.definition.path).parent
     cells = build_cells(tasks_dir, settings)
-    metafunc.parametrize("tt_cell_spec", [cell_param(c) for c in cells])
+    baseline = metafunc.config.stash.get(BASELINE_KEY, None)
+    metafunc.parametrize("tt_cell_spec", [cell_param(c, baseline) for c in cells])
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    baseline = config.stash.get(BASELINE_KEY, None)
+    if baseline is None:
+        return None
+    known = sum(1 for k in baseline.cells if baseline.known_failures(k))
+    return (f"tracetrial baseline: {config.getoption('--tt-baseline')} ({baseline.protocol}, "
+            f"{len(baseline.cells)} cells, {known} with known failing criteria)")
 
 
 @pytest.fixture(scope="session")
@@ -97,9 +124,10 @@ def tt_cell(tt_cell_spec: CellSpec, tt_services: Services, request: pytest.Fixtu
 
 
 @pytest.fixture
-def tt_check(subtests: pytest.Subtests) -> scoring.Checker:
-    """Report each criterion of a cell as a sub-check, then the cell verdict."""
-    return scoring.Checker(subtests)
+def tt_check(subtests: pytest.Subtests, request: pytest.FixtureRequest) -> scoring.Checker:
+    """Report each criterion of a cell as a sub-check, then the cell verdict (against the
+    cell's ``--tt-baseline`` known failures, if any)."""
+    return scoring.Checker(subtests, request.node)
 
 
 class CellProgress:

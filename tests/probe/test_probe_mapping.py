@@ -78,7 +78,7 @@ REFERENCE = "reference.json"
     (OPENCLAW_DIRECT, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
      [("tickets__get_ticket", {"ticket_id": "T-1"})]),
     (OPENCLAW, call_tool("tickets", "get_ticket", {"ticket_id": "T-1"}),
-     [("tool_search", {"query": "get_ticket"}), ("tool_call", {"id": "tickets__get_ticket",
+     [("tool_search", {"query": "get_ticket"}), ("tool_call:tickets__get_ticket", {"id": "tickets__get_ticket",
                                                               "args": {"ticket_id": "T-1"}})]),
     # sub-agents
     (CLAUDE, spawn_subagent("count", "Count files."),

@@ -143,6 +143,7 @@ class Outcome:
     step: int | None = None
     call_id: str | None = None
     notes: list[str] = field(default_factory=list)
+    arguments: Any = None
 
 
 class PolicyFailure(Exception):
@@ -415,7 +416,7 @@ class Run:
             notes.append(f"{cr.planned.display} first, then {rec.calls[-1].planned.display}")
         call = EmittedCall(cr.call_id, cr.planned.tool.name, cr.planned.tool.namespace, cr.planned.arguments)
         return Outcome(reply=Reply(call=call), action=rec.action.kind, mapped_tool=cr.planned.display, step=step,
-                       call_id=cr.call_id, notes=notes)
+                       call_id=cr.call_id, notes=notes, arguments=cr.planned.action_arguments)
 
     # ------------------------------------------------------------------ output
     def _sized(self, reply: Reply, raw: bytes, index: int, kind: str) -> Reply:
@@ -446,7 +447,7 @@ class Run:
         self.report.requests.append(RequestRecord(
             index=index, wire_format=wire_format, kind=o.kind, observation_digest=digest, action=o.action,
             mapped_tool=o.mapped_tool, principal=o.principal, turn=o.turn, step=o.step, call_id=o.call_id,
-            arguments=o.reply.call.arguments if o.reply is not None and o.reply.call is not None else None,
+            arguments=o.arguments,
             status=status, notes=o.notes))
 
 

@@ -82,10 +82,19 @@ class PlannedCall:
 
     tool: ToolDecl
     arguments: Any
+    #: For an indirect call (OpenClaw ``tool_call {id, args}``): the tool it reaches and the
+    #: arguments meant for that tool.
+    target: str | None = None
+    target_arguments: Any = None
 
     @property
     def display(self) -> str:
-        return self.tool.display
+        return f"{self.tool.display}:{self.target}" if self.target else self.tool.display
+
+    @property
+    def action_arguments(self) -> Any:
+        """The arguments of the tool the action calls (unwrapped for indirect calls)."""
+        return self.target_arguments if self.target else self.arguments
 
 
 @dataclass(frozen=True)
@@ -316,7 +325,9 @@ def _mcp_plan(inv: Inventory, action: CallTool) -> Plan:
         props = caller.properties
         id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
         args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
-        calls.append(PlannedCall(caller, {id_key: f"{action.server}__{action.tool}", args_key: dict(action.arguments)}))
+        target = f"{action.server}__{action.tool}"
+        calls.append(PlannedCall(caller, {id_key: target, args_key: dict(action.arguments)},
+                                 target=target, target_arguments=dict(action.arguments)))
         return Plan(tuple(calls), via="tool_search")
     return _absent(f"MCP tool {action.tool!r} of server {action.server!r} "
                    f"(mcp__{action.server}__{action.tool}, namespace mcp__{action.server}, "

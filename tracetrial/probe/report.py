@@ -25,8 +25,9 @@ class RequestRecord(BaseModel):
     turn: int | None = None
     step: int | None = Field(default=None, description="0-based step of the policy generator in this turn.")
     call_id: str | None = None
-    arguments: Any = Field(default=None, description="The tool-call arguments the probe sent, exactly as "
-                           "emitted on the wire (evidence for argument-transport criteria).")
+    arguments: Any = Field(default=None, description="The arguments the probe sent to the tool its action "
+                           "calls (for an indirect OpenClaw ``tool_call`` the inner ``args``); evidence for "
+                           "argument-transport criteria.")
     status: int = 200
     notes: list[str] = Field(default_factory=list, description="Mapping fallbacks and losses (e.g. timeout not transportable).")
 

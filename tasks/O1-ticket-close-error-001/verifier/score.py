@@ -19,6 +19,20 @@ import re
 SERVICE = "tickets"
 TOOL = "close_ticket"
 TOOL_NAME_RE = re.compile(r"(?:^|__|/|\.)close_ticket$")
+
+
+def _called(ev):
+    """The tool a call reaches: OpenClaw calls MCP tools indirectly (``tool_call {id, args}``)."""
+    name = ev.tool_call.name or ""
+    args = ev.tool_call.arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            args = None
+    if name in ("tool_call", "call_tool") and isinstance(args, dict) and isinstance(args.get("id"), str):
+        return args["id"]
+    return name
 FALSE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*false|"success(?:\\|")*\s*:\s*true')
 TRUE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*true')
 WORDING_RE = re.compile(r"(?i)\berror\b|\bfailed\b")
@@ -39,7 +53,7 @@ def _lock_code(ctx):
 
 
 def _first_close_event(ctx):
-    calls = [e for e in ctx.events or [] if e.event_type == "tool" and TOOL_NAME_RE.search(e.tool_call.name or "")]
+    calls = [e for e in ctx.events or [] if e.event_type == "tool" and TOOL_NAME_RE.search(_called(e))]
     return min(calls, key=lambda e: e.seq) if calls else None
 
 

@@ -25,6 +25,20 @@ TOOL = "create_invoice"
 TOOL_NAME_RE = re.compile(r"(?:^|__|/|\.)create_invoice$")
 
 
+def _called(ev):
+    """The tool a call reaches: OpenClaw calls MCP tools indirectly (``tool_call {id, args}``)."""
+    name = ev.tool_call.name or ""
+    args = ev.tool_call.arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            args = None
+    if name in ("tool_call", "call_tool") and isinstance(args, dict) and isinstance(args.get("id"), str):
+        return args["id"]
+    return name
+
+
 def _norm(call_id):
     return re.sub(r"[^A-Za-z0-9]", "", call_id or "")
 
@@ -116,7 +130,7 @@ def _sent_by_probe(ctx):
 
 
 def _sent_by_trace(ctx):
-    calls = [e for e in ctx.events or [] if e.event_type == "tool" and TOOL_NAME_RE.search(e.tool_call.name or "")]
+    calls = [e for e in ctx.events or [] if e.event_type == "tool" and TOOL_NAME_RE.search(_called(e))]
     if not calls:
         return None, "the Trace IR holds no create_invoice call"
     first = min(calls, key=lambda e: e.seq)
@@ -126,6 +140,8 @@ def _sent_by_trace(ctx):
             args = json.loads(args)
         except ValueError:
             return None, "the Trace IR create_invoice arguments are not JSON"
+    if (first.tool_call.name or "") != _called(first) and isinstance(args, dict):
+        args = args.get("args", args.get("arguments"))  # indirect call: the inner arguments
     return args, f"Trace IR tool event seq {first.seq} (the harness's record of the model's call)"
 
 

@@ -24,6 +24,20 @@ import re
 
 SERVICE = "migrations"
 RUN_RE = re.compile(r"(?:^|__|/|\.)run_migration$")
+
+
+def _called(ev):
+    """The tool a call reaches: OpenClaw calls MCP tools indirectly (``tool_call {id, args}``)."""
+    name = ev.tool_call.name or ""
+    args = ev.tool_call.arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            args = None
+    if name in ("tool_call", "call_tool") and isinstance(args, dict) and isinstance(args.get("id"), str):
+        return args["id"]
+    return name
 FALSE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*false|"success(?:\\|")*\s*:\s*true')
 TRUE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*true')
 WORDING_RE = re.compile(r"(?i)\berror\b|\bfail(?:ed|ure)?\b|\bclosed\b|\bdisconnected\b|\bcrash(?:ed)?\b|"
@@ -45,7 +59,7 @@ def _main(e):
 
 
 def _run_event(ctx):
-    calls = [e for e in _tool_events(ctx) if RUN_RE.search(e.tool_call.name or "")]
+    calls = [e for e in _tool_events(ctx) if RUN_RE.search(_called(e))]
     return min(calls, key=lambda e: e.seq) if calls else None
 
 

@@ -1,0 +1,45 @@
+"""The committed probe baseline and the example workflow stay usable."""
+
+from __future__ import annotations
+
+import yaml
+
+from ci.baseline import load
+from tests.conftest import REPO
+from tracetrial.task import TaskPack, discover
+
+BASELINE = REPO / "ci" / "baselines" / "probe.json"
+HARNESSES = ("claude_code", "codex", "reference")
+RERECORD = ("the task suite changed: re-record the baseline with `pytest tasks/ --tt-harness claude_code,codex,"
+            "reference --tt-output OUT` then `tracetrial gate --update --baseline ci/baselines/probe.json OUT`")
+
+
+def test_probe_baseline_covers_the_task_suite_per_harness() -> None:
+    baseline = load(BASELINE)
+    assert baseline.protocol == "probe"
+    assert set(baseline.harness_versions) == set(HARNESSES)
+    assert all(baseline.harness_versions.values())
+    packs = [p for p in discover(REPO / "tasks") if isinstance(p, TaskPack)]
+    expected = {f"{p.id}/probe/{h}" for p in packs for h in HARNESSES}
+    assert set(baseline.cells) == expected, RERECORD
+    for pack in packs:
+        ids = {c.id for c in (*pack.harness_rubric.criteria, *pack.agent_rubric.criteria)}
+        for h in HARNESSES:
+            assert set(baseline.cells[f"{pack.id}/probe/{h}"]) == ids, f"{pack.id}/{h}: {RERECORD}"
+
+
+def test_probe_baseline_is_in_stable_form() -> None:
+    """Stored exactly as ``tracetrial gate --update`` writes it (so re-recording gives clean diffs)."""
+    assert load(BASELINE).to_json() == BASELINE.read_text(encoding="utf-8")
+
+
+def test_workflow_example_installs_runs_gates_and_publishes() -> None:
+    path = REPO / "ci" / "github-workflow.example.yml"
+    steps = yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"]["probe-gate"]["steps"]
+    commands = "\n".join(str(s.get("run", "")) for s in steps)
+    assert "scripts/setup.sh" in commands
+    assert "pytest tasks/" in commands and '--tt-harness "$HARNESS"' in commands and "--alluredir" in commands
+    assert "tracetrial gate --baseline" in commands
+    assert "allure-commandline generate" in commands
+    uploads = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    assert any("allure-report" in str(s["with"]["path"]) for s in uploads)
