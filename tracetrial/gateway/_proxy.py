@@ -339,7 +339,10 @@ class Recorder(CustomLogger):
                     body += chunk
                 yield chunk
         except (GeneratorExit, asyncio.CancelledError):
-            error = "response stream closed before the upstream finished (client disconnected)"
+            # A client that hangs up after the stream's terminal event got the whole
+            # response; only a close before it is a truncated response.
+            if not reader.terminal_seen:
+                error = "response stream closed before the upstream finished (client disconnected)"
             raise
         except Exception as e:
             error = f"upstream stream failed: {_message_of(e)}"

@@ -373,6 +373,10 @@ def error_from_body(body: bytes) -> str:
     return text[:2000] or "(empty error body)"
 
 
+_TERMINAL_MARKERS = (b'"message_stop"', b'"response.completed"', b'"response.incomplete"', b'"response.failed"',
+                     b'"response.done"', b"[DONE]")
+
+
 class ResponseReader:
     """Feed a response's bytes as they stream; read usage and any in-band error at the end.
 
@@ -391,6 +395,10 @@ class ResponseReader:
         self._usage: dict[str, Any] = {}
         self._raw_usage_seen = False
         self.error: str | None = None
+        #: The stream's own terminal event arrived (``message_stop``, ``response.completed``
+        #: …, ``[DONE]``): the client had the whole response, so closing the connection
+        #: afterwards is not a truncated response.
+        self.terminal_seen = False
 
     def feed(self, chunk: bytes) -> None:
         if not chunk:
@@ -440,6 +448,8 @@ class ResponseReader:
         if not data_lines:
             return
         data = b"\n".join(data_lines)
+        if any(marker in data for marker in _TERMINAL_MARKERS):
+            self.terminal_seen = True
         if not any(k in data for k in self._KEYS) or data.strip() == b"[DONE]":
             return
         try:
