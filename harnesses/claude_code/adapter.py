@@ -109,6 +109,11 @@ class ClaudeCodeAdapter(HarnessAdapter):
             **{var: ctx.model for var in MODEL_ENV_VARS},
             **ctx.extra_env,
         }
+        if ctx.mcp_servers:
+            # Claude Code connects MCP servers without waiting by default, so a slow server start
+            # can leave the task's tools out of the first request (seen on --resume turns).
+            # Waiting for them is its own setting, the counterpart of Codex's `required = true`.
+            extra["MCP_CONNECTION_NONBLOCKING"] = "false"
         return clean_env(extra, home=ctx.home)
 
     def _mcp_flags(self, ctx: RunContext) -> list[str]:
