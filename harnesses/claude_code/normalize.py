@@ -24,15 +24,15 @@ SPEC §7 rules as applied here:
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import as_object as _obj, NativeLine as _Line, read_jsonl
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -65,38 +65,6 @@ class TurnFiles:
     index: int
     stdout: Path
     stderr: Path | None = None
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (native records vary)."""
-    return value if isinstance(value, dict) else {}
-
-
-@dataclass
-class _Line:
-    no: int
-    text: str
-    data: dict[str, Any] | None
-    error: str | None
-
-
-def read_jsonl(path: Path) -> Iterator[_Line]:
-    """Lines of a JSONL file; a line that is not a JSON object carries ``error``."""
-    if not path.is_file():
-        return
-    raw = path.read_bytes().decode("utf-8", errors="replace")
-    for no, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield _Line(no, text, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(data, dict):
-            yield _Line(no, text, None, f"not a JSON object ({type(data).__name__})")
-            continue
-        yield _Line(no, text, data, None)
 
 
 # ----------------------------------------------------------------------------- transcripts

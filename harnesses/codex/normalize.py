@@ -64,13 +64,14 @@ from __future__ import annotations
 import heapq
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import as_object as _obj, NativeLine as _Line, read_jsonl
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -140,11 +141,6 @@ class TurnFiles:
     stderr: Path | None = None
 
 
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (native records vary)."""
-    return value if isinstance(value, dict) else {}
-
-
 def _json(value: Any) -> Any:
     """A JSON-encoded string decoded (``None`` when it is not JSON)."""
     if not isinstance(value, str):
@@ -163,33 +159,6 @@ def _ts(value: Any) -> datetime | None:
         return datetime.fromisoformat(value)  # Python 3.11 reads the trailing "Z"
     except ValueError:
         return None
-
-
-@dataclass
-class _Line:
-    no: int
-    text: str
-    data: dict[str, Any] | None
-    error: str | None
-
-
-def read_jsonl(path: Path) -> Iterator[_Line]:
-    """Lines of a JSONL file; a line that is not a JSON object carries ``error``."""
-    if not path.is_file():
-        return
-    raw = path.read_bytes().decode("utf-8", errors="replace")
-    for no, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield _Line(no, text, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(data, dict):
-            yield _Line(no, text, None, f"not a JSON object ({type(data).__name__})")
-            continue
-        yield _Line(no, text, data, None)
 
 
 @dataclass

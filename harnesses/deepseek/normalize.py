@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import as_list as _list, as_object as _obj, NativeLine as _Line, read_jsonl
 from tracetrial.trace import (
     AssistantDeltaEvent,
     AssistantMessageEvent,
@@ -82,40 +83,6 @@ class TurnFiles:
     stdout: Path
     stderr: Path | None = None
     requests: Path | None = None
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-@dataclass
-class _Line:
-    no: int
-    text: str
-    data: dict[str, Any] | None
-    error: str | None
-
-
-def read_jsonl(path: Path | None) -> Iterator[_Line]:
-    if path is None or not path.is_file():
-        return
-    raw = path.read_bytes().decode("utf-8", errors="replace")
-    for no, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield _Line(no, text, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(data, dict):
-            yield _Line(no, text, None, f"not a JSON object ({type(data).__name__})")
-            continue
-        yield _Line(no, text, data, None)
 
 
 def _event(data: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import as_list as _list, as_object as _obj
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -82,15 +83,6 @@ class TurnFiles:
     index: int
     stdout: Path
     stderr: Path | None = None
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    """``value`` when it is a JSON array, else an empty one."""
-    return value if isinstance(value, list) else []
 
 
 @dataclass
