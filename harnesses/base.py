@@ -17,6 +17,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from tracetrial.archive import RunPaths
+from tracetrial.sandbox import LocalSandbox, Sandbox
 from tracetrial.task import SessionBoundary, TaskPack
 from tracetrial.trace import EventBase, StructuredTraceStatus
 
@@ -64,6 +65,10 @@ class RunContext:
     home: Path
     extra_env: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
+    #: The cell's sandbox (default: local, no isolation). ``run_process`` wraps through the
+    #: cell's confinement; adapters use ``sandbox.host_command`` for helpers that must run
+    #: outside it (they read private files).
+    sandbox: Sandbox = field(default_factory=LocalSandbox)
 
 
 @dataclass(frozen=True)

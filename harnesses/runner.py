@@ -52,7 +52,16 @@ def run_process(
     stderr: Path,
     timeout_s: float,
 ) -> ProcessOutcome:
-    """Run ``argv`` in its own process group; kill the group at ``timeout_s``."""
+    """Run ``argv`` in its own process group; kill the group at ``timeout_s``.
+
+    Inside a cell confined to a sandbox (:func:`tracetrial.sandbox.confined`), ``argv``
+    is wrapped by that sandbox (bubblewrap etc.); otherwise it runs as given.
+    """
+    from tracetrial.sandbox import current
+
+    conf = current()
+    if conf is not None:
+        argv = conf.wrap(argv, cwd=cwd, env=env)
     stdout.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with stdout.open("ab") as out, stderr.open("ab") as err:

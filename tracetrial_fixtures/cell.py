@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import traceback
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.assemble import assemble
-from harnesses.base import HarnessAdapter, NormalizedTrace, RunContext, TurnContext, TurnOutcome
+from harnesses.base import HarnessAdapter, McpServer, NormalizedTrace, RunContext, TurnContext, TurnOutcome
 from tracetrial.archive import RunArchive, RunPaths, verify_manifest
 from tracetrial.errors import ApparatusError
 from tracetrial.redact import Redactor
@@ -33,6 +34,7 @@ from tracetrial.results import (
     ResultRecord,
     Summary,
 )
+from tracetrial.sandbox import Confinement, confined, get_sandbox
 from tracetrial.task import TaskPack
 from tracetrial.trace import TokenUsage, TokenUsageEvent, ToolEvent
 from tracetrial.trace_io import write_events
@@ -254,6 +256,15 @@ class CellRunner:
         from tracetrial.simulators import mcp_servers_for
 
         mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
+        # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
+        # read the pack and write private ledgers, so they run on the host behind a bridge.
+        box = get_sandbox(self.sandbox)
+        confinement = Confinement(box, writable=[scratch, paths.native], hidden=[self.output, task.root])
+        if box.name != "local":
+            mcp = [McpServer(name=s.name, command=cmd[0], args=tuple(cmd[1:]))
+                   for s in mcp
+                   for cmd in [box.host_command([s.command, *s.args], env={**os.environ, **s.env},
+                                                stderr=paths.private / "sim" / f"{s.name}.stderr", name=s.name)]]
         gateway = self.services.gateway()
         probe = self.services.probe() if self.model == "probe" else None
         if probe is not None:
@@ -272,6 +283,7 @@ class CellRunner:
             gateway_base_url=gateway.base_url(run_id, self.model, adapter.wire_format),
             gateway_key=gateway_key, mcp_servers=mcp,
             permission_mode=task.spec.permissions.mode, wall_clock_s=task.spec.budgets.wall_clock_s, home=home,
+            sandbox=box,
         )
         outcomes: list[TurnOutcome] = []
         failure: tuple[str, str, bool] | None = None
@@ -284,7 +296,8 @@ class CellRunner:
                 if remaining <= 1:
                     failure = ("WallClockExceeded", f"wall-clock budget {budget:.0f}s used up before turn {index}", True)
                     break
-                outcome = adapter.run_turn(ctx, TurnContext(index, turn.user, turn.session_boundary, remaining))
+                with confined(confinement):
+                    outcome = adapter.run_turn(ctx, TurnContext(index, turn.user, turn.session_boundary, remaining))
                 outcomes.append(outcome)
                 if outcome.timed_out:
                     failure = ("HarnessTimeout", outcome.error or f"turn {index} exceeded the wall clock", True)
@@ -293,6 +306,7 @@ class CellRunner:
                     failure = ("HarnessCrash", outcome.error or f"turn {index} did not exit normally", False)
                     break
         finally:
+            box.cleanup()  # host-side simulators finish writing their ledgers, then stop
             finished = _now()
             timing["execution"] = PhaseTiming(started_at=t0.isoformat(), finished_at=finished.isoformat(),
                                               seconds=(finished - t0).total_seconds())

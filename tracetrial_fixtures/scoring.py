@@ -62,16 +62,12 @@ def run_cell(cell: CellSpec, settings: Settings, services: Services) -> CellResu
         missing = services.registry.missing_key(cell.model)
         if missing:
             pytest.skip(f"model {cell.model!r} needs the environment variable {missing}")
-    sandbox = settings.sandbox
-    if sandbox in ("auto", "local"):
-        sandbox = "local"
-        if cell.model != "probe":
-            import warnings
+    sandbox = _resolve_sandbox(settings.sandbox, adapter.name)
+    if sandbox == "local" and cell.model != "probe":
+        import warnings
 
-            warnings.warn(f"cell {cell.id}: live model on the 'local' sandbox: the agent acts on this host",
-                          stacklevel=1)
-    elif sandbox in ("docker", "bwrap"):
-        pytest.skip(f"sandbox backend {sandbox!r} is not available in this build; use --tt-sandbox local")
+        warnings.warn(f"cell {cell.id}: live model on the 'local' sandbox: the agent acts on this host",
+                      stacklevel=1)
     runner = CellRunner(cell.pack, adapter, cell.model, settings.output, services,
                         judge=_judge(settings), sandbox=sandbox, rerun=settings.rerun)
     try:
@@ -81,6 +77,33 @@ def run_cell(cell: CellSpec, settings: Settings, services: Services) -> CellResu
     if result.skipped:
         pytest.skip(f"cell not eligible: {result.skipped}")
     return result
+
+
+#: Harnesses that launch their runtime without :func:`harnesses.runner.run_process`, so the
+#: sandbox cannot wrap them (DeepSeek Harness starts its JSON-RPC runtime itself).
+SANDBOX_UNSUPPORTED = {"deepseek": "the DeepSeek Harness adapter starts its runtime itself (harnesses/deepseek/rpc.py), "
+                                   "not through run_process, so it is not confined"}
+
+
+def _resolve_sandbox(requested: str, harness: str) -> str:
+    """``--tt-sandbox`` → the backend a cell actually uses (skips the cell when impossible)."""
+    if requested == "local":
+        return "local"
+    if requested == "docker":
+        pytest.skip("sandbox backend 'docker': docker backend not implemented yet; use --tt-sandbox bwrap or local")
+    from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox
+
+    reason = BwrapSandbox().available()
+    if requested == "bwrap":
+        if reason:
+            pytest.skip(f"sandbox backend 'bwrap' unavailable: {reason} (install: {BWRAP_INSTALL})")
+        if harness in SANDBOX_UNSUPPORTED:
+            pytest.skip(f"sandbox backend 'bwrap' unsupported for {harness}: {SANDBOX_UNSUPPORTED[harness]}")
+        return "bwrap"
+    # auto: docker is not implemented yet; bwrap when it runs here, else local.
+    if reason is None and harness not in SANDBOX_UNSUPPORTED:
+        return "bwrap"
+    return "local"
 
 
 class KnownCriterionFailures(AssertionError):

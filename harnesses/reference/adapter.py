@@ -140,6 +140,8 @@ class ReferenceAdapter(HarnessAdapter):
 def _ask_command(ctx: RunContext) -> str:
     import shlex
 
-    return " ".join(shlex.quote(a) for a in (
-        sys.executable, "-m", "harnesses.reference.ask_user", "--task", str(ctx.task.root),
-        "--run-private", str(ctx.paths.private)))
+    # The simulated user reads the task pack and the private ledger: it runs on the host
+    # (identity without a sandbox; a bridge under bwrap).
+    return " ".join(shlex.quote(a) for a in ctx.sandbox.host_command(
+        [sys.executable, "-m", "harnesses.reference.ask_user", "--task", str(ctx.task.root),
+         "--run-private", str(ctx.paths.private)], name="ask_user"))
