@@ -176,3 +176,14 @@ def test_resolve_sandbox():
 def test_bwrap_unavailable_reason():
     reason = BwrapSandbox(binary="/nonexistent/bwrap").available()
     assert reason and "apt-get install -y bubblewrap" in reason
+
+
+def test_bwrap_keeps_this_checkout_visible_even_under_tmp() -> None:
+    """A checkout cloned into /tmp must stay runnable inside the private /tmp (regression)."""
+    from tracetrial.sandbox import BwrapSandbox
+
+    argv = BwrapSandbox().wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[])
+    repo = str(Path(__file__).resolve().parents[2])
+    tmpfs_at = argv.index("/tmp")
+    assert "--ro-bind" in argv[tmpfs_at:]
+    assert repo in argv[tmpfs_at:] and argv[argv.index(repo, tmpfs_at) - 1] == "--ro-bind"

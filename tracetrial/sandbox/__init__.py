@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import shutil
 import subprocess
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +77,19 @@ class LocalSandbox(Sandbox):
 _BWRAP_PROBE: dict[str, str | None] = {}
 
 
+def _code_paths() -> list[Path]:
+    """This checkout (the relay module, the pinned CLIs), ``$TT_TOOLS_DIR`` and the Python
+    installation: what a confined harness executes, read-only."""
+    import tracetrial
+
+    paths = {Path(tracetrial.__file__).resolve().parents[1], Path(sys.prefix).resolve(),
+             Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    tools = os.environ.get("TT_TOOLS_DIR")
+    if tools:
+        paths.add(Path(tools).resolve())
+    return sorted((p for p in paths if p.exists() and p != Path("/")), key=lambda p: len(p.parts))
+
+
 class BwrapSandbox(Sandbox):
     """bubblewrap, mount + PID namespaces, host network (loopback gateway reachable)."""
 
@@ -105,6 +120,10 @@ class BwrapSandbox(Sandbox):
              writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
         out = [self.binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # Code the confined harness runs stays visible (read-only) even when it lives under
+        # /tmp, e.g. a checkout cloned into a temp folder; hidden paths inside it follow.
+        for path in _code_paths():
+            out += ["--ro-bind", str(path), str(path)]
         # Hidden first (tmpfs over them), then writable binds, which may sit inside /tmp or
         # inside a hidden folder (the run's native/ records under the archive).
         for path in _existing(hidden):
