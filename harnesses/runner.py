@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,15 @@ def run_process(
         except (ProcessLookupError, PermissionError):
             pass
     return ProcessOutcome(code, False, time.monotonic() - started)
+
+
+def cli_version_text(binary: Path, env_for: Callable[[Path], Mapping[str, str]]) -> str:
+    """Output of ``<binary> --version`` (stdin closed) run in a throwaway HOME, so no user
+    config is read and nothing is left behind; ``env_for(home)`` builds its environment."""
+    with tempfile.TemporaryDirectory(prefix="tt-version-") as home:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                             check=False, env=dict(env_for(Path(home))), stdin=subprocess.DEVNULL)
+    return (out.stdout or out.stderr).strip()
 
 
 def clean_env(extra: Mapping[str, str], *, home: Path, keep: Sequence[str] = ("PATH", "LANG", "LC_ALL", "TZ")) -> dict[str, str]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import tempfile
 import uuid
 from pathlib import Path
 from typing import ClassVar
@@ -34,7 +32,7 @@ from harnesses.base import (
 )
 from harnesses.claude_code.normalize import TurnFiles, normalize
 from harnesses.install import install_hint, tool_bin
-from harnesses.runner import clean_env, run_process
+from harnesses.runner import clean_env, cli_version_text, run_process
 from tracetrial.archive import RunPaths
 
 #: Claude Code permission-rule syntax accepted for ``--disallowedTools`` (task deny patterns).
@@ -81,17 +79,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
             binary = tool_bin("claude")
             if binary is None:
                 raise FileNotFoundError(self.install_hint)
-            with tempfile.TemporaryDirectory(prefix="tt-claude-version-") as home:
-                out = subprocess.run(
-                    [str(binary), "--version"],
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=False,
-                    env=clean_env({}, home=Path(home)),
-                    stdin=subprocess.DEVNULL,
-                )
-            text = (out.stdout or out.stderr).strip()
+            text = cli_version_text(binary, lambda home: clean_env({}, home=home))
             type(self)._version = text.split()[0] if text else "unknown"
         return str(self._version)
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,7 +35,7 @@ from harnesses.base import (
 )
 from harnesses.codex.normalize import TurnFiles, normalize
 from harnesses.install import install_hint, tool_bin
-from harnesses.runner import clean_env, run_process
+from harnesses.runner import clean_env, cli_version_text, run_process
 from tracetrial.archive import RunPaths
 
 PROVIDER = "tracetrial"
@@ -139,17 +137,7 @@ class CodexAdapter(HarnessAdapter):
             binary = tool_bin("codex")
             if binary is None:
                 raise FileNotFoundError(self.install_hint)
-            with tempfile.TemporaryDirectory(prefix="tt-codex-version-") as home:
-                out = subprocess.run(
-                    [str(binary), "--version"],
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=False,
-                    env=clean_env({"CODEX_HOME": home}, home=Path(home)),
-                    stdin=subprocess.DEVNULL,
-                )
-            text = (out.stdout or out.stderr).strip()
+            text = cli_version_text(binary, lambda home: clean_env({"CODEX_HOME": str(home)}, home=home))
             type(self)._version = text.split()[-1] if text else "unknown"
         return str(self._version)
 

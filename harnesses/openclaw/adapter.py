@@ -44,7 +44,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,7 +66,7 @@ from harnesses.install import (
     tool_bin,
 )
 from harnesses.openclaw.normalize import SQLITE_TABLES, TurnFiles, normalize
-from harnesses.runner import clean_env, run_process
+from harnesses.runner import clean_env, cli_version_text, run_process
 from tracetrial.archive import RunPaths
 
 PROVIDER = "tracetrial"
@@ -164,17 +163,7 @@ class OpenClawAdapter(HarnessAdapter):
             binary = tool_bin("openclaw")
             if binary is None or node_runtime_bin() is None:
                 raise FileNotFoundError(self.install_hint)
-            with tempfile.TemporaryDirectory(prefix="tt-openclaw-version-") as home:
-                out = subprocess.run(
-                    [str(binary), "--version"],
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=False,
-                    env=self._base_env(Path(home)),
-                    stdin=subprocess.DEVNULL,
-                )
-            text = (out.stdout or out.stderr).strip()  # "OpenClaw 2026.9.6 (eb377ac)"
+            text = cli_version_text(binary, self._base_env)  # "OpenClaw 2026.9.6 (eb377ac)"
             parts = text.split()
             type(self)._version = parts[1] if len(parts) > 1 and parts[0] == "OpenClaw" else (text or "unknown")
         return str(self._version)
