@@ -87,6 +87,16 @@ def run_process(
             pass
     return ProcessOutcome(code, False, time.monotonic() - started)
 
+def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
+    """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return None, f"{binary} was killed by {name}"
+    return code, error
+
 
 def cli_version_text(binary: Path, env_for: Callable[[Path], Mapping[str, str]]) -> str:
     """Output of ``<binary> --version`` (stdin closed) run in a throwaway HOME, so no user

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import uuid
 from pathlib import Path
 from typing import ClassVar
@@ -32,7 +31,7 @@ from harnesses.base import (
 )
 from harnesses.claude_code.normalize import TurnFiles, normalize
 from harnesses.install import install_hint, tool_bin
-from harnesses.runner import clean_env, cli_version_text, run_process
+from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
 from tracetrial.archive import RunPaths
 
 #: Claude Code permission-rule syntax accepted for ``--disallowedTools`` (task deny patterns).
@@ -235,12 +234,3 @@ def _write_invocation(path: Path, argv: list[str], env: dict[str, str], ctx: Run
     )
 
 
-def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
-    """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return None, f"{binary} was killed by {name}"
-    return code, error

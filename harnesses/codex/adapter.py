@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,7 +34,7 @@ from harnesses.base import (
 )
 from harnesses.codex.normalize import TurnFiles, normalize
 from harnesses.install import install_hint, tool_bin
-from harnesses.runner import clean_env, cli_version_text, run_process
+from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
 from tracetrial.archive import RunPaths
 
 PROVIDER = "tracetrial"
@@ -246,12 +245,3 @@ def _thread_id(stdout: Path) -> str | None:
     return None
 
 
-def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
-    """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return None, f"{binary} was killed by {name}"
-    return code, error

@@ -66,7 +66,7 @@ from harnesses.install import (
     tool_bin,
 )
 from harnesses.openclaw.normalize import SQLITE_TABLES, TurnFiles, normalize
-from harnesses.runner import clean_env, cli_version_text, run_process
+from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
 from tracetrial.archive import RunPaths
 
 PROVIDER = "tracetrial"
@@ -398,10 +398,3 @@ def zstd_decompress(blobs: list[bytes]) -> list[str | None]:
         return [None] * len(blobs)
     texts: list[str | None] = [json.loads(line) for line in out.stdout.splitlines() if line]
     return texts if len(texts) == len(blobs) else [None] * len(blobs)
-
-
-def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
-    """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
-    from harnesses.codex.adapter import signal_death as _signal_death
-
-    return _signal_death(code, error, binary)
