@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from tracetrial.trace import RawStdoutEvent
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -47,3 +50,11 @@ def read_jsonl(path: Path | None) -> Iterator[NativeLine]:
             yield NativeLine(no, text, None, f"not a JSON object ({type(data).__name__})")
             continue
         yield NativeLine(no, text, data, None)
+
+
+def unparseable_line(line: NativeLine, *, run_id: str, at: datetime, source: str, turn: int) -> RawStdoutEvent:
+    """A stdout line that is not a valid record, kept verbatim with its parse error (SPEC §7
+    rule 6); the caller marks the trace ``partial``."""
+    return RawStdoutEvent(seq=1, timestamp=at, run_id=run_id, source=source, conversation_turn=turn,
+                          source_event_seq=line.no, text=line.text, stream_seq=line.no, parseable=False,
+                          parse_error=line.error)

@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import as_object as _obj, NativeLine as _Line, read_jsonl
+from harnesses.native import as_object as _obj, NativeLine as _Line, read_jsonl, unparseable_line
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -79,7 +79,6 @@ from tracetrial.trace import (
     NativeDiagnosticEvent,
     NativeEvent,
     RawStderrEvent,
-    RawStdoutEvent,
     SubagentLifecycleEvent,
     TaskCompletionEvent,
     TokenUsage,
@@ -466,18 +465,7 @@ class _Normalizer:
                 self.partial = True
                 self.notes.append(f"turn {files.index}: stdout line {line.no} unparseable ({line.error})")
                 self.events.append(
-                    RawStdoutEvent(
-                        seq=1,
-                        timestamp=self.at,
-                        run_id=self.run_id,
-                        source=SRC_STDOUT,
-                        conversation_turn=files.index,
-                        source_event_seq=line.no,
-                        text=line.text,
-                        stream_seq=line.no,
-                        parseable=False,
-                        parse_error=line.error,
-                    )
+                    unparseable_line(line, run_id=self.run_id, at=self.at, source=SRC_STDOUT, turn=files.index)
                 )
                 continue
             self.parsed_any = True

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import as_list as _list, as_object as _obj, NativeLine as _Line, read_jsonl
+from harnesses.native import as_list as _list, as_object as _obj, NativeLine as _Line, read_jsonl, unparseable_line
 from tracetrial.trace import (
     AssistantDeltaEvent,
     AssistantMessageEvent,
@@ -55,7 +55,6 @@ from tracetrial.trace import (
     NativeEvent,
     NativeSessionArchiveEvent,
     RawStderrEvent,
-    RawStdoutEvent,
     TokenUsage,
     TokenUsageEvent,
     ToolCall,
@@ -307,11 +306,8 @@ def normalize(
             if line.data is None:
                 norm.partial = True
                 norm.notes.append(f"turn {files.index}: stdout line {line.no} unparseable ({line.error})")
-                norm.events.append(RawStdoutEvent(
-                    seq=1, timestamp=norm.at, run_id=run_id, source=SRC_STDOUT, conversation_turn=files.index,
-                    source_event_seq=line.no, text=line.text, stream_seq=line.no, parseable=False,
-                    parse_error=line.error,
-                ))
+                norm.events.append(unparseable_line(line, run_id=run_id, at=norm.at, source=SRC_STDOUT,
+                                                    turn=files.index))
                 continue
             parsed_any = True
             norm.line(files.index, line, methods)
