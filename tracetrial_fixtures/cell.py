@@ -311,9 +311,8 @@ class CellRunner:
             timing["execution"] = PhaseTiming(started_at=t0.isoformat(), finished_at=finished.isoformat(),
                                               seconds=(finished - t0).total_seconds())
             record.exit_codes = [o.exit_code for o in outcomes]
-            collected: list[Path] = []
             try:
-                collected = adapter.collect(ctx)
+                adapter.collect(ctx)  # native session files into native/ (hashed by the manifest)
             except Exception as exc:  # noqa: BLE001 - a missing native file is evidence, not a crash
                 (paths.native / "collect-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
             probe_report = probe.finish_run(run_id) if probe is not None else None
@@ -331,7 +330,6 @@ class CellRunner:
             archive.copy_in(workspace, "workspace")
             archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
             shutil.rmtree(scratch, ignore_errors=True)
-            del collected
 
         records = _read_jsonl(paths.gateway / "requests.jsonl")
         if probe_report is not None:
