@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ from harnesses.assemble import assemble
 from harnesses.base import HarnessAdapter, McpServer, NormalizedTrace, RunContext, TurnContext, TurnOutcome
 from tracetrial.archive import RunArchive, RunPaths, verify_manifest
 from tracetrial.errors import ApparatusError
+from tracetrial.gateway.records import read_records
 from tracetrial.redact import Redactor
 from tracetrial.results import (
     CellIdentity,
@@ -99,15 +99,6 @@ def workspace_diff(baseline: Path, after: Path) -> str:
                                         f"b/{rel}" if rel in b else "/dev/null"))
     return "".join(out)
 
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            out.append(json.loads(line))
-    return out
 
 
 def _summary(run_id: str, events: list[Any], native: NormalizedTrace, records: list[dict[str, Any]],
@@ -331,7 +322,7 @@ class CellRunner:
             archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
             shutil.rmtree(scratch, ignore_errors=True)
 
-        records = _read_jsonl(paths.gateway / "requests.jsonl")
+        records = read_records(paths.gateway / "requests.jsonl")
         if probe_report is not None:
             errs = getattr(probe_report, "apparatus_errors", None) or []
             if errs:
