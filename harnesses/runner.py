@@ -78,6 +78,8 @@ def run_process(
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
+            if conf is not None:
+                conf.sandbox.reap()
             return ProcessOutcome(None, True, time.monotonic() - started,
                                   f"wall clock of {timeout_s:.0f}s exceeded; process group killed")
         # Children left behind by a finished harness are part of its run: end them too.
@@ -85,6 +87,8 @@ def run_process(
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    if conf is not None:
+        conf.sandbox.reap()
     return ProcessOutcome(code, False, time.monotonic() - started)
 
 def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:

@@ -1,8 +1,9 @@
 """Contract of every sandbox backend (issue 11 §4): exec, file I/O, exit codes, timeouts,
 hidden paths, host bridge, cleanup after success and failure.
 
-Run against ``local`` always and ``bwrap`` when bubblewrap runs here
-(``apt-get install -y bubblewrap``); docker is not implemented yet.
+Run against ``local`` always, ``bwrap`` when bubblewrap runs here
+(``apt-get install -y bubblewrap``) and ``docker`` when an engine answers (``.ci/run``
+installs and starts one; the first docker test builds the local image once).
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ from tracetrial.sandbox import (
     Confinement,
     LocalSandbox,
     Sandbox,
+    auto_backend,
     confined,
+    engine_reason,
     get_sandbox,
     resolve_sandbox,
 )
 
+NO_BWRAP = pytest.mark.skipif(BwrapSandbox().available() is not None, reason=f"bwrap: {BwrapSandbox().available()}")
+NO_DOCKER = pytest.mark.skipif(engine_reason() is not None, reason=f"docker: {engine_reason()}")
 BACKENDS = [
     pytest.param("local", id="local"),
-    pytest.param("bwrap", id="bwrap",
-                 marks=pytest.mark.skipif(BwrapSandbox().available() is not None,
-                                          reason=f"bwrap: {BwrapSandbox().available()}")),
+    pytest.param("bwrap", id="bwrap", marks=NO_BWRAP),
+    pytest.param("docker", id="docker", marks=NO_DOCKER),
 ]
 
 
@@ -47,9 +51,9 @@ def cell(request: pytest.FixtureRequest, tmp_path: Path):
     conf = Confinement(box, writable=[scratch, native], hidden=[output])
     env = {"PATH": os.environ["PATH"], "HOME": str(home)}
 
-    def run(script: str, timeout_s: float = 30.0, name: str = "t"):
+    def run(script: str, timeout_s: float = 30.0, name: str = "t", **kw):
         out, err = native / f"{name}.stdout", native / f"{name}.stderr"
-        with confined(conf):
+        with confined(Confinement(box, writable=conf.writable, hidden=conf.hidden, **kw)):
             res = run_process(["sh", "-c", script], env=env, cwd=workspace, stdout=out, stderr=err,
                               timeout_s=timeout_s)
         return res, out.read_text() if out.exists() else "", err.read_text() if err.exists() else ""
@@ -154,6 +158,108 @@ def test_cleanup(cell, fail: bool):
     if bridge is not None:
         assert not bridge.dir.exists()
         assert all(p.poll() is not None for p in bridge.children)
+    if box.name == "docker":
+        assert _cell_containers(box) == []
+
+
+def _cell_containers(box) -> list[str]:
+    import docker
+
+    from tracetrial.sandbox.docker_run import CELL_LABEL
+
+    client = docker.from_env()
+    return [c.name for c in client.containers.list(all=True, filters={"label": f"{CELL_LABEL}={box.cell}"})]
+
+
+def test_no_container_outlives_its_process(cell):
+    """Docker: the launcher removes its container; a timed-out one is reaped too."""
+    box, run, *_ = cell
+    if box.name != "docker":
+        pytest.skip("docker only")
+    run("true")
+    run("sleep 30", timeout_s=1.5)
+    assert _cell_containers(box) == []
+
+
+def test_harness_cli_comes_from_the_image(cell):
+    """Docker: the pinned CLI install is the image's copy; the host's install is hidden."""
+    box, run, *_ = cell
+    if box.name != "docker":
+        pytest.skip("docker only")
+    from harnesses.install import tools_dir
+
+    from tracetrial.sandbox.images import IMAGE_TOOLS_DIR
+
+    host = str(tools_dir().resolve())
+    half = len(host) // 2  # split, so the rewrite of argv does not touch this probe
+    res, out, _ = run(f"ls {IMAGE_TOOLS_DIR}/node_modules/.bin | head -50; echo HOST:; A='{host[:half]}'; "
+                      f"B='{host[half:]}'; ls \"$A$B\" 2>&1 | head -3; echo ARG:{host}/x")
+    assert res.exit_code == 0
+    assert "claude" in out.split("HOST:")[0].split()
+    assert out.split("HOST:")[1].split("ARG:")[0].split() == []  # an empty tmpfs
+    assert f"ARG:{IMAGE_TOOLS_DIR}/x" in out  # argv naming the host install is rewritten
+
+
+def _gateway_like_server():
+    """A loopback HTTP server standing in for the gateway port (the tunnel's one opening)."""
+    import http.server
+    import threading
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = b"gateway-ok"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+PROBE_NET = """
+import socket, sys, urllib.request
+print(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/", timeout=5).read().decode())
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=3); print("other:open")
+except OSError as exc:
+    print("other:closed")
+"""
+
+
+@pytest.mark.parametrize("network", ["loopback", "none"])
+def test_network_modes(cell, network: str):
+    """``network: none``: only the forwarded (gateway) port is reachable; ``loopback``: the host's."""
+    box, run, workspace, *_ = cell
+    gateway, other = _gateway_like_server(), _gateway_like_server()
+    try:
+        (workspace / "net.py").write_text(PROBE_NET)
+        args = f"{gateway.server_address[1]} {other.server_address[1]}"
+        if box.name == "local" and network == "none":
+            with pytest.raises(RuntimeError, match="cannot take the network away"):
+                run(f"python3 net.py {args}", network="none", forward=[gateway.server_address[1]])
+            return
+        res, out, err = run(f"python3 net.py {args}", network=network, forward=[gateway.server_address[1]])
+        assert res.exit_code == 0, err
+        assert "gateway-ok" in out
+        assert ("other:closed" if network == "none" else "other:open") in out
+    finally:
+        gateway.shutdown()
+        other.shutdown()
+
+
+def test_resource_limits_docker(cell):
+    """Docker enforces the task's limits as cgroup limits (here: the process count)."""
+    box, run, *_ = cell
+    if box.name != "docker":
+        pytest.skip("limits are enforced by the docker backend only")
+    res, out, _ = run("for i in $(seq 1 40); do sleep 5 & done 2>&1; echo spawned; wait", timeout_s=30,
+                      limits={"pids": 20, "memory_mb": 256})
+    assert "Resource temporarily unavailable" in out or "fork" in out
 
 
 def _alive(pid: int) -> bool:
@@ -167,10 +273,21 @@ def _alive(pid: int) -> bool:
 
 def test_resolve_sandbox():
     assert isinstance(resolve_sandbox("local"), LocalSandbox)
-    with pytest.raises(RuntimeError, match="docker backend not implemented yet"):
-        resolve_sandbox("docker")
-    auto = resolve_sandbox("auto")
-    assert auto.name == ("bwrap" if BwrapSandbox().available() is None else "local")
+    expected = "docker" if engine_reason() is None else "bwrap" if BwrapSandbox().available() is None else "local"
+    assert auto_backend() == expected
+    assert resolve_sandbox("auto").name == expected
+    if engine_reason() is not None:
+        with pytest.raises(RuntimeError, match="no docker engine answers"):
+            resolve_sandbox("docker")
+
+
+def test_docker_unavailable_reason(monkeypatch):
+    from tracetrial.sandbox import docker as docker_backend
+
+    monkeypatch.setattr(docker_backend, "_ENGINE", {})
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    reason = docker_backend.engine_reason()
+    assert reason and "no docker engine answers" in reason and "apt-get install -y docker.io" in reason
 
 
 def test_bwrap_unavailable_reason():

@@ -6,7 +6,13 @@
   hidden paths (the archive output folder, the task pack), private ``/tmp``, ``/dev``,
   a PID namespace with its own ``/proc``, and **no** network namespace so the loopback
   gateway stays reachable.
-* docker — not implemented yet (issue 11, later session).
+* :class:`~tracetrial.sandbox.docker.DockerSandbox` — the paper's setup: each harness
+  process in a container of a locally built image (``tracetrial images build``).
+
+``isolation.yaml`` ``network: none`` gives the confined process no network (bwrap
+``--unshare-net``, docker ``--network none``); only the gateway port is tunnelled in
+(:mod:`tracetrial.sandbox.netrelay`). The local backend cannot take the network away and
+refuses such cells.
 
 Private truth stays out of the sandbox: simulators (MCP servers) and the simulated
 user are started *on the host* through a :class:`~tracetrial.sandbox.bridge.HostBridge`
@@ -29,11 +35,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from tracetrial.sandbox.bridge import HostBridge
 
-__all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "LocalSandbox", "Sandbox", "confined", "current",
-           "get_sandbox", "resolve_sandbox"]
+__all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "DockerSandbox", "LocalSandbox", "Sandbox", "confined",
+           "current", "get_sandbox", "resolve_sandbox"]
 
 BWRAP_INSTALL = "apt-get install -y bubblewrap"
 
@@ -49,8 +54,21 @@ class Sandbox(ABC):
 
     @abstractmethod
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
-        """The argv that runs ``argv`` inside the sandbox (in ``cwd``, with ``env``)."""
+             writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
+             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None) -> list[str]:
+        """The argv that runs ``argv`` inside the sandbox (in ``cwd``, with ``env``).
+
+        ``network``: ``loopback``/``host`` keep the host network; ``none`` removes it, with
+        only the loopback ``forward`` ports (the gateway) tunnelled in. ``limits``: the
+        task's resource limits (``memory_mb``, ``cpus``, ``pids``), applied where the
+        backend can enforce them.
+        """
+
+    def prepare(self) -> None:
+        """Get ready before the cell's clock starts (the docker backend builds its image)."""
+
+    def reap(self) -> None:
+        """Stop whatever the last wrapped command left running outside its process group."""
 
     def host_command(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                      cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
@@ -59,6 +77,21 @@ class Sandbox(ABC):
 
     def cleanup(self) -> None:
         """Release what the backend holds for the cell (bridges, host children)."""
+
+    def _tunnel(self, argv: list[str], ports: Sequence[int], directory: Path) -> list[str]:
+        """``argv`` wrapped so that, inside a network-less sandbox, the loopback ``ports``
+        reach the host through unix sockets in ``directory`` (which the sandbox must see)."""
+        from tracetrial.sandbox import netrelay
+
+        forwarders: dict[int, netrelay.HostForwarder] = self.__dict__.setdefault("_forwarders", {})
+        for port in ports:
+            if port not in forwarders:
+                forwarders[port] = netrelay.HostForwarder(directory, port)
+        return netrelay.command({p: forwarders[p].path for p in ports}, argv)
+
+    def _close_tunnels(self) -> None:
+        for forwarder in self.__dict__.pop("_forwarders", {}).values():
+            forwarder.close()
 
 
 class LocalSandbox(Sandbox):
@@ -70,7 +103,11 @@ class LocalSandbox(Sandbox):
         return None
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
+             writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
+             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None) -> list[str]:
+        if network == "none":
+            raise RuntimeError("the local sandbox cannot take the network away (network: none); "
+                               "use --tt-sandbox bwrap or docker")
         return list(argv)
 
 
@@ -98,6 +135,7 @@ class BwrapSandbox(Sandbox):
     def __init__(self, binary: str | None = None):
         self.binary = binary or shutil.which("bwrap") or "bwrap"
         self._bridge: HostBridge | None = None
+        self._net: Path | None = None
 
     def available(self) -> str | None:
         if self.binary in _BWRAP_PROBE:
@@ -117,7 +155,8 @@ class BwrapSandbox(Sandbox):
         return reason
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
+             writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
+             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None) -> list[str]:
         out = [self.binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         # Code the confined harness runs stays visible (read-only) even when it lives under
@@ -131,6 +170,12 @@ class BwrapSandbox(Sandbox):
         binds = list(_existing(writable))
         if self._bridge is not None:
             binds.append(self._bridge.dir)
+        if network == "none":
+            # Own network namespace (bwrap brings its loopback up); the gateway port is
+            # tunnelled in through a unix socket in a bound folder.
+            out.append("--unshare-net")
+            argv = self._tunnel(list(argv), forward, self._net_dir())
+            binds.append(self._net_dir())
         for path in sorted(set(binds), key=lambda p: len(p.parts)):
             out += ["--bind", str(path), str(path)]
         # env is inherited from bwrap's own environment (run_process passes it to Popen).
@@ -143,10 +188,21 @@ class BwrapSandbox(Sandbox):
             self._bridge = HostBridge()
         return self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name)
 
+    def _net_dir(self) -> Path:
+        if self._net is None:
+            import tempfile
+
+            self._net = Path(tempfile.mkdtemp(prefix="tt-net-"))
+        return self._net
+
     def cleanup(self) -> None:
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None
+        self._close_tunnels()
+        if self._net is not None:
+            shutil.rmtree(self._net, ignore_errors=True)
+            self._net = None
 
 
 def _existing(paths: Sequence[Path]) -> Iterator[Path]:
@@ -158,26 +214,31 @@ def _existing(paths: Sequence[Path]) -> Iterator[Path]:
             yield r
 
 
-BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "bwrap": BwrapSandbox}
+from tracetrial.sandbox.docker import DockerSandbox, engine_reason  # noqa: E402 - needs Sandbox above
+
+BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
 
 
 def get_sandbox(name: str) -> Sandbox:
-    """A fresh instance of backend ``name`` (``local`` | ``bwrap``)."""
+    """A fresh instance of backend ``name`` (``local`` | ``bwrap`` | ``docker``)."""
     try:
         return BACKENDS[name]()
     except KeyError:
         raise ValueError(f"sandbox backend {name!r} is not implemented (have: {', '.join(BACKENDS)})") from None
 
 
+def auto_backend() -> str:
+    """What ``auto`` means here: docker when an engine answers, else bwrap when it runs, else local."""
+    if engine_reason() is None:
+        return "docker"
+    return "bwrap" if BwrapSandbox().available() is None else "local"
+
+
 def resolve_sandbox(name: str) -> Sandbox:
-    """``--tt-sandbox`` → a backend. ``auto``: docker (not implemented yet, skipped), then
-    bwrap when it runs here, else local. An explicit unavailable backend raises
-    :class:`RuntimeError` with the reason."""
+    """``--tt-sandbox`` → a backend (``auto``: :func:`auto_backend`). An explicit
+    unavailable backend raises :class:`RuntimeError` with the reason."""
     if name == "auto":
-        box = BwrapSandbox()
-        return box if box.available() is None else LocalSandbox()
-    if name == "docker":
-        raise RuntimeError("docker backend not implemented yet; use --tt-sandbox bwrap or local")
+        return get_sandbox(auto_backend())
     chosen = get_sandbox(name)
     reason = chosen.available()
     if reason:
@@ -192,9 +253,13 @@ class Confinement:
     sandbox: Sandbox = field(default_factory=LocalSandbox)
     writable: list[Path] = field(default_factory=list)
     hidden: list[Path] = field(default_factory=list)
+    network: str = "loopback"
+    forward: list[int] = field(default_factory=list)
+    limits: dict[str, float | int | None] = field(default_factory=dict)
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[str]:
-        return self.sandbox.wrap(argv, cwd=cwd, env=env, writable=self.writable, hidden=self.hidden)
+        return self.sandbox.wrap(argv, cwd=cwd, env=env, writable=self.writable, hidden=self.hidden,
+                                 network=self.network, forward=self.forward, limits=self.limits)
 
 
 _CURRENT: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar("tt_sandbox", default=None)

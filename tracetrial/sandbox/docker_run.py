@@ -1,0 +1,139 @@
+"""Launcher of one confined process in a docker container (``python -I docker_run.py SPEC``).
+
+:class:`~tracetrial.sandbox.docker.DockerSandbox` wraps a harness command into this
+launcher, so :func:`harnesses.runner.run_process` keeps its contract unchanged: the
+launcher creates the container with the docker SDK from the spec file (read, then deleted:
+it holds the run's environment, credentials included), streams the container's stdout
+and stderr to its own as they arrive, and exits with the container's exit code. On
+SIGTERM (the runner's timeout) it kills the container first; a launcher killed outright
+leaves the container to :meth:`DockerSandbox.reap`, which removes every container
+labelled with the cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CELL_LABEL = "org.tracetrial.cell"
+
+
+class Bind(BaseModel):
+    """A host folder mounted at ``target`` (same path on both sides unless stated)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    target: str
+    read_only: bool = True
+
+
+class DockerRunSpec(BaseModel):
+    """Everything needed to start one confined process; written by the sandbox, read here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str
+    binds: list[Bind] = Field(default_factory=list)
+    tmpfs: list[str] = Field(default_factory=list, description="Paths covered by an empty tmpfs (hidden).")
+    network: Literal["host", "none"] = "host"
+    memory_mb: int | None = None
+    cpus: float | None = None
+    pids: int | None = None
+
+
+def container_kwargs(spec: DockerRunSpec) -> dict[str, Any]:
+    """``docker.containers.create`` keyword arguments for ``spec`` (pure)."""
+    import docker.types
+
+    kwargs: dict[str, Any] = {
+        "image": spec.image, "command": spec.argv, "name": spec.name, "labels": spec.labels,
+        "environment": spec.env, "working_dir": spec.cwd, "network_mode": spec.network,
+        # tini as PID 1: the harness is not PID 1 (signals behave as on a host) and when it
+        # exits the container stops, taking every process it left behind with it.
+        "init": True, "stdin_open": False, "tty": False, "detach": True,
+        "mounts": [docker.types.Mount(b.target, b.source, type="bind", read_only=b.read_only)
+                   for b in spec.binds],
+        "tmpfs": {p: "size=1m,mode=0755" for p in spec.tmpfs},
+    }
+    if spec.memory_mb:
+        kwargs["mem_limit"] = f"{spec.memory_mb}m"
+    if spec.cpus:
+        kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+    if spec.pids:
+        kwargs["pids_limit"] = spec.pids
+    return kwargs
+
+
+def _stream(chunks: Any) -> None:
+    out, err = sys.stdout.buffer, sys.stderr.buffer
+    for chunk_out, chunk_err in chunks:
+        if chunk_out:
+            out.write(chunk_out)
+            out.flush()
+        if chunk_err:
+            err.write(chunk_err)
+            err.flush()
+
+
+def main(spec_path: str) -> int:
+    import docker
+    import docker.errors
+
+    path = Path(spec_path)
+    try:
+        spec = DockerRunSpec.model_validate(json.loads(path.read_text()))
+    finally:
+        path.unlink(missing_ok=True)
+    client = docker.from_env(timeout=600)
+    try:
+        container = client.containers.create(**container_kwargs(spec))
+    except docker.errors.DockerException as exc:
+        print(f"tracetrial docker sandbox: could not create the container: {exc}", file=sys.stderr)
+        return 125
+
+    def stop(signum: int, _frame: Any) -> None:
+        try:
+            container.kill()
+        except docker.errors.DockerException:
+            pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        # Attach (the request is sent here) before start, so not a byte of early output is lost.
+        chunks = container.attach(stream=True, logs=True, demux=True, stdout=True, stderr=True)
+        streamer = threading.Thread(target=_stream, args=(chunks,), daemon=True)
+        streamer.start()
+        try:
+            container.start()
+        except docker.errors.DockerException as exc:
+            print(f"tracetrial docker sandbox: could not start the container: {exc}", file=sys.stderr)
+            return 125
+        status = container.wait()
+        streamer.join(timeout=10)
+        return int(status.get("StatusCode", 125))
+    finally:
+        try:
+            container.remove(force=True)
+        except docker.errors.DockerException:
+            pass
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

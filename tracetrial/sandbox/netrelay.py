@@ -1,0 +1,146 @@
+"""Loopback ports through a sandbox with no network (``isolation.yaml`` ``network: none``).
+
+A network-restriction task gives the agent no network at all, yet the harness must still
+reach the gateway on the host's loopback. Both halves of the tunnel live here:
+
+* :class:`HostForwarder` (host side): a unix socket in the cell's bridge folder; each
+  connection is joined to ``127.0.0.1:<port>`` on the host.
+* ``python -I netrelay.py --forward PORT=SOCKET ... -- ARGV`` (inside the sandbox,
+  stdlib only): listens on ``127.0.0.1:PORT`` in the sandbox's own network namespace,
+  joins each connection to ``SOCKET``, runs ``ARGV`` as its child (stdio inherited,
+  SIGTERM/SIGINT passed on) and exits with the child's exit code.
+
+Only the listed ports cross; everything else — other host ports, the outside world —
+stays unreachable.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def _join(a: socket.socket, b: socket.socket) -> None:
+    """Copy both ways until both sides close, then close both."""
+    for s in (a, b):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    t = threading.Thread(target=_pump, args=(b, a), daemon=True)
+    t.start()
+    _pump(a, b)
+    t.join()
+    a.close()
+    b.close()
+
+
+def _accept_loop(listener: socket.socket, connect: object) -> None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        try:
+            peer = connect()  # type: ignore[operator]
+        except OSError:
+            conn.close()
+            continue
+        if isinstance(peer, socket.socket) and peer.family == socket.AF_INET:
+            peer.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if conn.family == socket.AF_INET:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=_join, args=(conn, peer), daemon=True).start()
+
+
+class HostForwarder:
+    """Host end: ``<directory>/tcp-<port>.sock`` → ``127.0.0.1:<port>``."""
+
+    def __init__(self, directory: Path, port: int):
+        self.port = port
+        self.path = Path(directory) / f"tcp-{port}.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.path))
+        self._listener.listen(64)
+
+        def connect() -> socket.socket:
+            return socket.create_connection(("127.0.0.1", port), timeout=30)
+
+        self._thread = threading.Thread(target=_accept_loop, args=(self._listener, connect),
+                                        name=f"tt-forward-{port}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def command(forwards: dict[int, Path], argv: list[str], python: str = sys.executable) -> list[str]:
+    """The argv that runs ``argv`` inside a network-less sandbox with ``forwards`` open."""
+    out = [python, "-I", str(Path(__file__).resolve())]
+    for port, sock in sorted(forwards.items()):
+        out += ["--forward", f"{port}={sock}"]
+    return out + ["--", *argv]
+
+
+def main(args: list[str]) -> int:
+    forwards: list[tuple[int, str]] = []
+    while args and args[0] == "--forward":
+        port, _, path = args[1].partition("=")
+        forwards.append((int(port), path))
+        args = args[2:]
+    if not args or args[0] != "--":
+        print("usage: netrelay.py [--forward PORT=SOCKET]... -- ARGV", file=sys.stderr)
+        return 2
+    argv = args[1:]
+    for port, path in forwards:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(64)
+
+        def connect(path: str = path) -> socket.socket:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            return s
+
+        threading.Thread(target=_accept_loop, args=(listener, connect), daemon=True).start()
+    try:
+        child = subprocess.Popen(argv)
+    except OSError as exc:
+        print(f"netrelay: could not start {argv[0]}: {exc}", file=sys.stderr)
+        return 127
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda s, _f: child.send_signal(s))
+    code = child.wait()
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    os._exit(main(sys.argv[1:]))
