@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -157,6 +158,39 @@ def cmd_gate(args: argparse.Namespace) -> int:
                 allow_version_change=args.allow_version_change)
 
 
+def cmd_images(args: argparse.Namespace) -> int:
+    """``tracetrial images build|list``: the docker sandbox's local images."""
+    from tracetrial.sandbox.docker import DOCKER_INSTALL, engine_reason
+    from tracetrial.sandbox.images import ImageError, build_images, image_tags
+
+    tags = image_tags()
+    if args.action == "list":
+        print(f"base:      {tags.base}\nharnesses: {tags.harnesses}")
+    reason = engine_reason()
+    if reason:
+        print(f"error: {reason}", file=sys.stderr)
+        return 2 if args.action == "build" else 1
+    import docker
+
+    client = docker.from_env(timeout=600)
+    if args.action == "list":
+        for tag in (tags.base, tags.harnesses):
+            try:
+                img = client.images.get(tag)
+                print(f"{tag}: present ({img.short_id}, {img.attrs.get('Size', 0) / 1e6:.0f} MB)")
+            except docker.errors.ImageNotFound:
+                print(f"{tag}: not built (run: tracetrial images build)")
+        return 0
+    started = time.monotonic()
+    try:
+        images = build_images(client, force=args.force, log=lambda msg: print(f"  {msg}", flush=True))
+    except ImageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"images ready in {time.monotonic() - started:.1f}s: {images.base}, {images.harnesses} ({images.harnesses_id[:19]})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracetrial", description="TraceTrial harness benchmark")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -197,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-version-change", action="store_true",
                    help="compare even when a harness version differs from the baseline's (labelled)")
     p.set_defaults(func=cmd_gate)
+    p = sub.add_parser("images", help="build or list the docker sandbox's local images (no registry)")
+    p.add_argument("action", choices=["build", "list"])
+    p.add_argument("--force", action="store_true", help="rebuild even when the tags exist")
+    p.set_defaults(func=cmd_images)
     p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
     p.set_defaults(func=None)
     return parser

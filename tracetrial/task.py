@@ -176,8 +176,20 @@ class ExecutionSpec(_Strict):
     evidence: list[str] = Field(default_factory=list, description="Evidence the run must collect.")
 
 
+class ResourceLimits(_Strict):
+    """Resource limits of the confined harness (enforced as cgroup limits by the docker backend)."""
+
+    memory_mb: int = Field(4096, ge=64, description="Memory limit in MiB.")
+    cpus: float = Field(2.0, gt=0, description="CPU quota (cores).")
+    pids: int = Field(4096, ge=16, description="Maximum number of processes.")
+
+
 class IsolationSpec(_Strict):
-    """``isolation.yaml``: pressure conditions and sandbox needs."""
+    """``isolation.yaml``: pressure conditions and sandbox needs.
+
+    ``network``: ``loopback``/``host`` keep the host network; ``none`` gives the agent no
+    network at all (only the gateway is tunnelled in; needs the bwrap or docker backend).
+    """
 
     pressures: list[
         Literal[
@@ -186,6 +198,7 @@ class IsolationSpec(_Strict):
         ]
     ] = Field(default_factory=list)
     network: Literal["loopback", "none", "host"] = "loopback"
+    resources: ResourceLimits = Field(default_factory=ResourceLimits)  # type: ignore[arg-type]
     notes: str | None = None
 
 

@@ -250,19 +250,25 @@ class CellRunner:
         # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
         # read the pack and write private ledgers, so they run on the host behind a bridge.
         box = get_sandbox(self.sandbox)
-        confinement = Confinement(box, writable=[scratch, paths.native], hidden=[self.output, task.root])
+        try:
+            box.prepare()  # the docker image is built (once) before the cell's clock starts
+        except Exception as exc:  # noqa: BLE001 - any preparation failure is the apparatus's
+            raise ApparatusError(f"sandbox {box.name!r} could not be prepared: {exc}") from exc
+        gateway = self.services.gateway()
+        confinement = Confinement(box, writable=[scratch, paths.native], hidden=_hidden_paths(self.output, task.root),
+                                  network=task.isolation.network, forward=[gateway.port],
+                                  limits=task.isolation.resources.model_dump())
         if box.name != "local":
             mcp = [McpServer(name=s.name, command=cmd[0], args=tuple(cmd[1:]))
                    for s in mcp
                    for cmd in [box.host_command([s.command, *s.args], env={**os.environ, **s.env},
                                                 stderr=paths.private / "sim" / f"{s.name}.stderr", name=s.name)]]
-        gateway = self.services.gateway()
         probe = self.services.probe() if self.model == "probe" else None
         if probe is not None:
             probe.register_run(run_id, task)
         route = gateway.route_info(self.model, adapter.wire_format)
         record.resolved_config = {
-            "sandbox": self.sandbox, "gateway_route": route, "wire_format": adapter.wire_format,
+            "sandbox": self.sandbox, "sandbox_detail": _sandbox_detail(box, task), "gateway_route": route, "wire_format": adapter.wire_format,
             "permission_mode": task.spec.permissions.mode, "budgets": task.spec.budgets.model_dump(),
             "mcp_servers": [s.name for s in mcp], "seed": seed,
             "harness_capabilities": adapter.capabilities.model_dump(),
@@ -345,3 +351,25 @@ class CellRunner:
             archive.write_json("evidence/secret_scan.json", secret_scan(paths, task.spec.secrets))
         archive.seal(run_id)
         return record
+
+
+def _hidden_paths(output: Path, task_root: Path) -> list[Path]:
+    """What the sandbox covers: the archive folder, the cell's task pack and — when it holds
+    no code the harness runs — the folder of all packs (their truths are private too)."""
+    from tracetrial.sandbox import _code_paths
+
+    hidden = [output, task_root]
+    packs = task_root.resolve().parent
+    if not any(code.is_relative_to(packs) for code in _code_paths()):
+        hidden.append(packs)
+    return hidden
+
+
+def _sandbox_detail(box: Any, task: Any) -> dict[str, Any]:
+    """What the manifest records about the confinement (image for docker)."""
+    detail: dict[str, Any] = {"backend": box.name, "network": task.isolation.network,
+                              "limits": task.isolation.resources.model_dump()}
+    images = getattr(box, "images", None)
+    if images is not None:
+        detail["image"], detail["image_id"] = images.harnesses, images.harnesses_id
+    return detail

@@ -62,7 +62,7 @@ def run_cell(cell: CellSpec, settings: Settings, services: Services) -> CellResu
         missing = services.registry.missing_key(cell.model)
         if missing:
             pytest.skip(f"model {cell.model!r} needs the environment variable {missing}")
-    sandbox = _resolve_sandbox(settings.sandbox, adapter.name)
+    sandbox = _resolve_sandbox(settings.sandbox, adapter.name, cell.pack.isolation.network)
     if sandbox == "local" and cell.model != "probe":
         import warnings
 
@@ -79,31 +79,37 @@ def run_cell(cell: CellSpec, settings: Settings, services: Services) -> CellResu
     return result
 
 
-#: Harnesses that launch their runtime without :func:`harnesses.runner.run_process`, so the
-#: sandbox cannot wrap them (DeepSeek Harness starts its JSON-RPC runtime itself).
+#: Harnesses that launch their runtime without :func:`harnesses.runner.run_process`, so no
+#: sandbox can wrap them (DeepSeek Harness starts its JSON-RPC runtime itself).
 SANDBOX_UNSUPPORTED = {"deepseek": "the DeepSeek Harness adapter starts its runtime itself (harnesses/deepseek/rpc.py), "
                                    "not through run_process, so it is not confined"}
 
 
-def _resolve_sandbox(requested: str, harness: str) -> str:
-    """``--tt-sandbox`` → the backend a cell actually uses (skips the cell when impossible)."""
-    if requested == "local":
-        return "local"
-    if requested == "docker":
-        pytest.skip("sandbox backend 'docker': docker backend not implemented yet; use --tt-sandbox bwrap or local")
-    from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox
+def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") -> str:
+    """``--tt-sandbox`` → the backend a cell actually uses (skips the cell when impossible).
 
-    reason = BwrapSandbox().available()
-    if requested == "bwrap":
+    ``auto``: docker when an engine answers, else bwrap when it runs, else local — for a
+    harness no sandbox can wrap, local. A ``network: none`` task needs bwrap or docker.
+    """
+    from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox, engine_reason
+    from tracetrial.sandbox.docker import DOCKER_INSTALL
+
+    reasons = {"docker": engine_reason, "bwrap": lambda: BwrapSandbox().available()}
+    installs = {"docker": DOCKER_INSTALL, "bwrap": BWRAP_INSTALL}
+    if requested in reasons:
+        reason = reasons[requested]()
         if reason:
-            pytest.skip(f"sandbox backend 'bwrap' unavailable: {reason} (install: {BWRAP_INSTALL})")
+            pytest.skip(f"sandbox backend {requested!r} unavailable: {reason} (install: {installs[requested]})")
         if harness in SANDBOX_UNSUPPORTED:
-            pytest.skip(f"sandbox backend 'bwrap' unsupported for {harness}: {SANDBOX_UNSUPPORTED[harness]}")
-        return "bwrap"
-    # auto: docker is not implemented yet; bwrap when it runs here, else local.
-    if reason is None and harness not in SANDBOX_UNSUPPORTED:
-        return "bwrap"
-    return "local"
+            pytest.skip(f"sandbox backend {requested!r} unsupported for {harness}: {SANDBOX_UNSUPPORTED[harness]}")
+        return requested
+    chosen = "local"
+    if requested == "auto" and harness not in SANDBOX_UNSUPPORTED:
+        chosen = next((name for name in ("docker", "bwrap") if reasons[name]() is None), "local")
+    if chosen == "local" and network == "none":
+        why = SANDBOX_UNSUPPORTED.get(harness) or "neither docker nor bwrap runs here"
+        pytest.skip(f"task needs network: none, which the local sandbox cannot provide ({why})")
+    return chosen
 
 
 class KnownCriterionFailures(AssertionError):

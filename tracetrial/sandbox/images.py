@@ -49,6 +49,7 @@ HARNESS_REPO = "tracetrial-harnesses"
 _IGNORE = ("node-compile-cache",)
 
 
+
 class ImageError(RuntimeError):
     """An image could not be built; the message says which step failed and how to fix it."""
 
@@ -81,8 +82,22 @@ def image_tags(tools: Path | None = None) -> Images:
     tools = tools or _tools_dir()
     lock = tools / "package-lock.json"
     lock_bytes = lock.read_bytes() if lock.exists() else b"no-tools"
-    tools_key = hashlib.sha256(base.encode() + b"|" + lock_bytes).hexdigest()[:12]
+    recipe = _dockerfile(base, "").encode()
+    tools_key = hashlib.sha256(recipe + b"|" + lock_bytes).hexdigest()[:12]
     return Images(base=base, harnesses=f"{HARNESS_REPO}:{tools_key}")
+
+
+def _dockerfile(base: str, lock_digest: str) -> str:
+    """The harnesses layer: the pinned installs, and ``node`` on PATH as the pinned Node
+    runtime (npm bin wrappers such as ``codex`` start with ``#!/usr/bin/env node``)."""
+    from harnesses.install import NODE_RUNTIME_PACKAGE
+
+    return (
+        f"FROM {base}\n"
+        f'LABEL org.tracetrial.layer="harnesses" org.tracetrial.lock-sha256="{lock_digest}"\n'
+        f"COPY . {IMAGE_TOOLS_DIR}\n"
+        f"RUN ln -s {IMAGE_TOOLS_DIR}/node_modules/{NODE_RUNTIME_PACKAGE}/bin/node /usr/local/bin/node && node --version\n"
+    )
 
 
 def _exists(client: Any, tag: str) -> str | None:
@@ -128,11 +143,7 @@ def _build_harnesses(client: Any, base: str, tag: str, tools: Path, log: Callabl
     lock = tools / "package-lock.json"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.exists() else ""
     (tools / ".dockerignore").write_text("\n".join(["Dockerfile.tracetrial", ".dockerignore", *_IGNORE]) + "\n")
-    (tools / "Dockerfile.tracetrial").write_text(
-        f"FROM {base}\n"
-        f'LABEL org.tracetrial.layer="harnesses" org.tracetrial.lock-sha256="{digest}"\n'
-        f"COPY . {IMAGE_TOOLS_DIR}\n"
-    )
+    (tools / "Dockerfile.tracetrial").write_text(_dockerfile(base, digest))
     log(f"docker build {tag} (COPY {tools.name}/ → {IMAGE_TOOLS_DIR})")
     try:
         client.images.build(path=str(tools), dockerfile="Dockerfile.tracetrial", tag=tag, rm=True,
@@ -140,6 +151,21 @@ def _build_harnesses(client: Any, base: str, tag: str, tools: Path, log: Callabl
     except docker.errors.BuildError as exc:
         lines = [str(c.get("stream") or c.get("error") or "").strip() for c in exc.build_log]
         raise ImageError(f"docker build of {tag} failed: {exc.msg}; last log: {' | '.join(x for x in lines if x)[-500:]}") from None
+
+
+def _prune(client: Any, keep: Images, log: Callable[[str], None]) -> None:
+    """Drop older tags of our two repositories (each is a GB-sized stale pin)."""
+    import docker.errors
+
+    for repo in (BASE_REPO, HARNESS_REPO):
+        for image in client.images.list(name=repo):
+            for tag in image.tags:
+                if tag not in (keep.base, keep.harnesses):
+                    try:
+                        client.images.remove(tag)
+                        log(f"removed stale image {tag}")
+                    except docker.errors.APIError:
+                        pass  # still used by a container; next build tries again
 
 
 def build_images(client: Any = None, *, force: bool = False, log: Callable[[str], None] | None = None) -> Images:
@@ -156,6 +182,7 @@ def build_images(client: Any = None, *, force: bool = False, log: Callable[[str]
             _build_base(client, tags.base, say)
         if force or _exists(client, tags.harnesses) is None:
             _build_harnesses(client, tags.base, tags.harnesses, tools, say)
+            _prune(client, keep=tags, log=say)
         image_id = _exists(client, tags.harnesses)
     if image_id is None:
         raise ImageError(f"image {tags.harnesses} missing after the build")
