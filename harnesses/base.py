@@ -36,6 +36,9 @@ class HarnessCapabilities(BaseModel):
     subagents: bool = False
     ask_user: bool = False
     native_permissions: bool = False
+    #: The harness confines its own commands with kernel namespaces (Codex's bundled
+    #: bubblewrap); the docker backend then lets the container create namespaces.
+    nested_sandbox: bool = False
 
 
 @dataclass(frozen=True)

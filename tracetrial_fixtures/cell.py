@@ -257,7 +257,8 @@ class CellRunner:
         gateway = self.services.gateway()
         confinement = Confinement(box, writable=[scratch, paths.native], hidden=_hidden_paths(self.output, task.root),
                                   network=task.isolation.network, forward=[gateway.port],
-                                  limits=task.isolation.resources.model_dump())
+                                  limits=task.isolation.resources.model_dump(),
+                                  nested=adapter.capabilities.nested_sandbox)
         if box.name != "local":
             mcp = [McpServer(name=s.name, command=cmd[0], args=tuple(cmd[1:]))
                    for s in mcp

@@ -107,7 +107,10 @@ def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") ->
     if requested == "auto" and harness not in SANDBOX_UNSUPPORTED:
         chosen = next((name for name in ("docker", "bwrap") if reasons[name]() is None), "local")
     if chosen == "local" and network == "none":
-        why = SANDBOX_UNSUPPORTED.get(harness) or "neither docker nor bwrap runs here"
+        if requested == "local":
+            why = "--tt-sandbox local was asked for"
+        else:
+            why = SANDBOX_UNSUPPORTED.get(harness, "neither docker nor bwrap runs here")
         pytest.skip(f"task needs network: none, which the local sandbox cannot provide ({why})")
     return chosen
 

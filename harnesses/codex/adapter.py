@@ -122,7 +122,8 @@ class CodexAdapter(HarnessAdapter):
     #: resume_agent, close_agent) run each child as its own thread with its own rollout; when
     #: ``exec``'s main turn ends, a still-running child's turn is aborted ("interrupted").
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True,
+        nested_sandbox=True,
     )
     install_hint: ClassVar[str] = install_hint("codex")
 

@@ -55,13 +55,15 @@ class Sandbox(ABC):
     @abstractmethod
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
-             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None) -> list[str]:
+             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
+             nested: bool = False) -> list[str]:
         """The argv that runs ``argv`` inside the sandbox (in ``cwd``, with ``env``).
 
         ``network``: ``loopback``/``host`` keep the host network; ``none`` removes it, with
         only the loopback ``forward`` ports (the gateway) tunnelled in. ``limits``: the
         task's resource limits (``memory_mb``, ``cpus``, ``pids``), applied where the
-        backend can enforce them.
+        backend can enforce them. ``nested``: the harness runs its own namespace sandbox
+        inside (the docker backend then allows namespace creation).
         """
 
     def prepare(self) -> None:
@@ -104,7 +106,8 @@ class LocalSandbox(Sandbox):
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
-             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None) -> list[str]:
+             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
+             nested: bool = False) -> list[str]:
         if network == "none":
             raise RuntimeError("the local sandbox cannot take the network away (network: none); "
                                "use --tt-sandbox bwrap or docker")
@@ -156,7 +159,8 @@ class BwrapSandbox(Sandbox):
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
-             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None) -> list[str]:
+             forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
+             nested: bool = False) -> list[str]:
         out = [self.binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         # Code the confined harness runs stays visible (read-only) even when it lives under
@@ -256,10 +260,12 @@ class Confinement:
     network: str = "loopback"
     forward: list[int] = field(default_factory=list)
     limits: dict[str, float | int | None] = field(default_factory=dict)
+    nested: bool = False
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[str]:
         return self.sandbox.wrap(argv, cwd=cwd, env=env, writable=self.writable, hidden=self.hidden,
-                                 network=self.network, forward=self.forward, limits=self.limits)
+                                 network=self.network, forward=self.forward, limits=self.limits,
+                                 nested=self.nested)
 
 
 _CURRENT: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar("tt_sandbox", default=None)

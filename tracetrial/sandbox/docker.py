@@ -20,7 +20,12 @@ Inside a container:
   are covered by empty tmpfs mounts;
 * network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
   network at all with only the gateway port tunnelled in (:mod:`tracetrial.sandbox.netrelay`);
-* the task's resource limits (memory, CPUs, processes) as cgroup limits.
+* the task's resource limits (memory, CPUs, processes) as cgroup limits;
+* for a harness that sandboxes its own commands with namespaces (Codex's bundled
+  bubblewrap, ``HarnessCapabilities.nested_sandbox``) the container may create user
+  namespaces and mount a fresh ``/proc`` (seccomp and AppArmor unconfined, ``/proc`` not
+  masked), as on a host; without it Codex's every command fails inside docker and the cell
+  would measure the container, not the harness. Other harnesses keep docker's defaults.
 """
 
 from __future__ import annotations
@@ -99,7 +104,7 @@ class DockerSandbox(Sandbox):
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], writable: Sequence[Path],
              hidden: Sequence[Path], network: str = "loopback", forward: Sequence[int] = (),
-             limits: Mapping[str, float | int | None] | None = None) -> list[str]:
+             limits: Mapping[str, float | int | None] | None = None, nested: bool = False) -> list[str]:
         self.prepare()
         assert self.images is not None
         argv = [self._image_path(a) for a in argv]
@@ -130,6 +135,7 @@ class DockerSandbox(Sandbox):
             labels={CELL_LABEL: self.cell}, argv=argv, env=env, cwd=str(workspace), binds=binds,
             tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
+            nested_namespaces=nested,
         )
         spec_file = self._private / f"{spec.name}.json"
         fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

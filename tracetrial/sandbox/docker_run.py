@@ -52,29 +52,39 @@ class DockerRunSpec(BaseModel):
     memory_mb: int | None = None
     cpus: float | None = None
     pids: int | None = None
+    nested_namespaces: bool = Field(False, description="Allow user namespaces and a fresh /proc inside.")
 
 
-def container_kwargs(spec: DockerRunSpec) -> dict[str, Any]:
-    """``docker.containers.create`` keyword arguments for ``spec`` (pure)."""
+def create_args(spec: DockerRunSpec, api: Any) -> dict[str, Any]:
+    """Arguments of the low-level ``create_container`` for ``spec`` (``api``: a
+    ``docker.APIClient``, used only to build the host config)."""
     import docker.types
 
-    kwargs: dict[str, Any] = {
-        "image": spec.image, "command": spec.argv, "name": spec.name, "labels": spec.labels,
-        "environment": spec.env, "working_dir": spec.cwd, "network_mode": spec.network,
+    host: dict[str, Any] = {
+        "mounts": [docker.types.Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in spec.binds],
+        "tmpfs": {p: "size=1m,mode=0755" for p in spec.tmpfs},
+        "network_mode": spec.network,
         # tini as PID 1: the harness is not PID 1 (signals behave as on a host) and when it
         # exits the container stops, taking every process it left behind with it.
-        "init": True, "stdin_open": False, "tty": False, "detach": True,
-        "mounts": [docker.types.Mount(b.target, b.source, type="bind", read_only=b.read_only)
-                   for b in spec.binds],
-        "tmpfs": {p: "size=1m,mode=0755" for p in spec.tmpfs},
+        "init": True,
     }
     if spec.memory_mb:
-        kwargs["mem_limit"] = f"{spec.memory_mb}m"
+        host["mem_limit"] = f"{spec.memory_mb}m"
     if spec.cpus:
-        kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        host["nano_cpus"] = int(spec.cpus * 1e9)
     if spec.pids:
-        kwargs["pids_limit"] = spec.pids
-    return kwargs
+        host["pids_limit"] = spec.pids
+    if spec.nested_namespaces:
+        host["security_opt"] = ["seccomp=unconfined", "apparmor=unconfined"]
+    host_config = api.create_host_config(**host)
+    if spec.nested_namespaces:
+        # What `docker run --security-opt systempaths=unconfined` sends: a nested sandbox
+        # cannot mount a fresh /proc while docker's masks cover parts of it.
+        host_config["MaskedPaths"] = []
+        host_config["ReadonlyPaths"] = []
+    return {"image": spec.image, "command": spec.argv, "name": spec.name, "labels": spec.labels,
+            "environment": spec.env, "working_dir": spec.cwd, "detach": True, "stdin_open": False,
+            "tty": False, "host_config": host_config}
 
 
 def _stream(chunks: Any) -> None:
@@ -99,7 +109,8 @@ def main(spec_path: str) -> int:
         path.unlink(missing_ok=True)
     client = docker.from_env(timeout=600)
     try:
-        container = client.containers.create(**container_kwargs(spec))
+        created = client.api.create_container(**create_args(spec, client.api))
+        container = client.containers.get(created["Id"])
     except docker.errors.DockerException as exc:
         print(f"tracetrial docker sandbox: could not create the container: {exc}", file=sys.stderr)
         return 125
