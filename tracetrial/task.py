@@ -198,7 +198,7 @@ class IsolationSpec(_Strict):
         ]
     ] = Field(default_factory=list)
     network: Literal["loopback", "none", "host"] = "loopback"
-    resources: ResourceLimits = Field(default_factory=ResourceLimits)  # type: ignore[arg-type]
+    resources: ResourceLimits = Field(default_factory=ResourceLimits)
     notes: str | None = None
 
 

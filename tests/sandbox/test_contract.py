@@ -187,7 +187,6 @@ def test_harness_cli_comes_from_the_image(cell):
     if box.name != "docker":
         pytest.skip("docker only")
     from harnesses.install import tools_dir
-
     from tracetrial.sandbox.images import IMAGE_TOOLS_DIR
 
     host = str(tools_dir().resolve())
@@ -206,7 +205,7 @@ def _gateway_like_server():
     import threading
 
     class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = b"gateway-ok"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))

@@ -35,6 +35,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from tracetrial.sandbox.bridge import HostBridge
 
 __all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "DockerSandbox", "LocalSandbox", "Sandbox", "confined",
@@ -218,7 +219,8 @@ def _existing(paths: Sequence[Path]) -> Iterator[Path]:
             yield r
 
 
-from tracetrial.sandbox.docker import DockerSandbox, engine_reason  # noqa: E402 - needs Sandbox above
+# Imported here, not at the top: the docker module subclasses Sandbox defined above.
+from tracetrial.sandbox.docker import DockerSandbox, engine_reason
 
 BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
 

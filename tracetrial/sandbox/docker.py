@@ -183,11 +183,11 @@ class DockerSandbox(Sandbox):
         return value.replace(host, IMAGE_TOOLS_DIR) if host in value else value
 
 
-def _int(v: float | int | None) -> int | None:
+def _int(v: float | None) -> int | None:
     return None if v is None else int(v)
 
 
-def _float(v: float | int | None) -> float | None:
+def _float(v: float | None) -> float | None:
     return None if v is None else float(v)
 
 

@@ -111,8 +111,8 @@ def command(forwards: dict[int, Path], argv: list[str], python: str = sys.execut
 def main(args: list[str]) -> int:
     forwards: list[tuple[int, str]] = []
     while args and args[0] == "--forward":
-        port, _, path = args[1].partition("=")
-        forwards.append((int(port), path))
+        port_text, _, sock_path = args[1].partition("=")
+        forwards.append((int(port_text), sock_path))
         args = args[2:]
     if not args or args[0] != "--":
         print("usage: netrelay.py [--forward PORT=SOCKET]... -- ARGV", file=sys.stderr)
