@@ -89,6 +89,7 @@ def run_process(
             pass
     if conf is not None:
         conf.sandbox.reap()
+        code = conf.sandbox.exit_code(code)
     return ProcessOutcome(code, False, time.monotonic() - started)
 
 def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:

@@ -9,6 +9,7 @@ installs and starts one; the first docker test builds the local image once).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,6 +75,15 @@ def test_exit_codes_and_stderr(cell):
     _, run, *_ = cell
     res, _, err = run("echo oops >&2; exit 7")
     assert res.exit_code == 7 and "oops" in err
+
+
+def test_signal_death_is_a_crash_on_every_backend(cell):
+    """A process killed by a signal has no exit code; no backend may turn it into 137."""
+    _, run, *_ = cell
+    res, _, _ = run("kill -KILL $$")
+    assert res.exit_code == -9 and not res.timed_out
+    res, _, _ = run("exit 137")
+    assert res.exit_code == 137
 
 
 def test_workspace_file_io(cell):
@@ -169,6 +179,37 @@ def _cell_containers(box) -> list[str]:
 
     client = docker.from_env()
     return [c.name for c in client.containers.list(all=True, filters={"label": f"{CELL_LABEL}={box.cell}"})]
+
+
+def test_orphaned_containers_are_swept(cell):
+    """Containers whose owning process died (a killed session) are removed by the next one."""
+    box, *_ = cell
+    if box.name != "docker":
+        pytest.skip("docker only")
+    import docker
+
+    from tracetrial.sandbox.docker import sweep_orphans
+    from tracetrial.sandbox.docker_run import CELL_LABEL, OWNER_LABEL
+
+    box.prepare()
+    client = docker.from_env()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    import socket
+
+    c = client.containers.create(box.images.harnesses, ["sleep", "60"], name=f"tt-orphan-{box.cell}",
+                                 labels={CELL_LABEL: "orphan-test", OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}"})
+    live = client.containers.create(box.images.harnesses, ["sleep", "60"], name=f"tt-live-{box.cell}",
+                                    labels={CELL_LABEL: "live-test", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"})
+    try:
+        removed = sweep_orphans(client)
+        assert c.name in removed and live.name not in removed
+    finally:
+        for x in (c, live):
+            try:
+                x.remove(force=True)
+            except docker.errors.NotFound:
+                pass
 
 
 def test_no_container_outlives_its_process(cell):

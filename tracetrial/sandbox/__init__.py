@@ -81,7 +81,8 @@ class Sandbox(ABC):
     def cleanup(self) -> None:
         """Release what the backend holds for the cell (bridges, host children)."""
 
-    def _tunnel(self, argv: list[str], ports: Sequence[int], directory: Path) -> list[str]:
+    def _tunnel(self, argv: list[str], ports: Sequence[int], directory: Path,
+                status: Path | None = None) -> list[str]:
         """``argv`` wrapped so that, inside a network-less sandbox, the loopback ``ports``
         reach the host through unix sockets in ``directory`` (which the sandbox must see)."""
         from tracetrial.sandbox import netrelay
@@ -90,7 +91,33 @@ class Sandbox(ABC):
         for port in ports:
             if port not in forwarders:
                 forwarders[port] = netrelay.HostForwarder(directory, port)
-        return netrelay.command({p: forwarders[p].path for p in ports}, argv)
+        return netrelay.command({p: forwarders[p].path for p in ports}, argv, status=status)
+
+    def _status_file(self, directory: Path) -> Path:
+        """A fresh file for the next process's raw exit status (read by :meth:`exit_code`)."""
+        import uuid
+
+        path = Path(directory) / f"{uuid.uuid4().hex[:12]}.status"
+        self.__dict__["_last_status"] = path
+        return path
+
+    def _with_status(self, argv: list[str], directory: Path) -> list[str]:
+        """``argv`` under the wrapper that writes its raw exit status into ``directory``."""
+        from tracetrial.sandbox import netrelay
+
+        return netrelay.command({}, argv, status=self._status_file(directory))
+
+    def exit_code(self, code: int | None) -> int | None:
+        """The wrapped process's own exit status: a signal death (negative) even where the
+        sandbox reported it as ``128+N``."""
+        path: Path | None = self.__dict__.pop("_last_status", None)
+        if path is None or code is None or code <= 128:
+            return code
+        try:
+            raw = int(path.read_text())
+        except (OSError, ValueError):
+            return code
+        return raw if raw < 0 else code
 
     def _close_tunnels(self) -> None:
         for forwarder in self.__dict__.pop("_forwarders", {}).values():
@@ -175,12 +202,16 @@ class BwrapSandbox(Sandbox):
         binds = list(_existing(writable))
         if self._bridge is not None:
             binds.append(self._bridge.dir)
+        # The confined process runs under a small wrapper that records its raw exit status
+        # (bwrap reports a signal death as 128+N, indistinguishable from an exit code).
         if network == "none":
             # Own network namespace (bwrap brings its loopback up); the gateway port is
             # tunnelled in through a unix socket in a bound folder.
             out.append("--unshare-net")
-            argv = self._tunnel(list(argv), forward, self._net_dir())
-            binds.append(self._net_dir())
+            argv = self._tunnel(list(argv), forward, self._net_dir(), status=self._status_file(self._net_dir()))
+        else:
+            argv = self._with_status(list(argv), self._net_dir())
+        binds.append(self._net_dir())
         for path in sorted(set(binds), key=lambda p: len(p.parts)):
             out += ["--bind", str(path), str(path)]
         # env is inherited from bwrap's own environment (run_process passes it to Popen).
@@ -197,7 +228,7 @@ class BwrapSandbox(Sandbox):
         if self._net is None:
             import tempfile
 
-            self._net = Path(tempfile.mkdtemp(prefix="tt-net-"))
+            self._net = Path(tempfile.mkdtemp(prefix="tt-run-"))
         return self._net
 
     def cleanup(self) -> None:

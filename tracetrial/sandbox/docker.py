@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tracetrial.sandbox import Sandbox, _code_paths, _existing
-from tracetrial.sandbox.docker_run import CELL_LABEL, Bind, DockerRunSpec
+from tracetrial.sandbox.docker_run import CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
 from tracetrial.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
@@ -73,7 +74,11 @@ def ensure_images(log: Any = None) -> Images:
     """The harnesses image for the current pins, built once per process (and cached by tag)."""
     with _IMAGES_LOCK:
         if "images" not in _IMAGES:
-            _IMAGES["images"] = build_images(log=log)
+            import docker
+
+            client = docker.from_env(timeout=600)
+            sweep_orphans(client)
+            _IMAGES["images"] = build_images(client, log=log)
         return _IMAGES["images"]
 
 
@@ -114,6 +119,8 @@ class DockerSandbox(Sandbox):
         rw = list(_existing(writable))
         if self._bridge is not None:
             rw.append(self._bridge.dir)
+        (self._private / "status").mkdir(exist_ok=True)
+        rw.append(self._private / "status")
         if network == "none" and forward:
             rw.append(self._private / "net")
         binds += [Bind(source=str(p), target=str(p), read_only=False) for p in rw]
@@ -125,14 +132,18 @@ class DockerSandbox(Sandbox):
         mounted = [Path(b.target) for b in binds]
         covered = [p for p in [*_existing(hidden), self._tools]
                    if any(p.is_relative_to(m) for m in mounted) and not any(p == Path(b.target) for b in binds)]
+        name = f"tt-{self.cell}-{next(self._counter)}"
+        status_dir = self._private / "status"
         if network == "none":
             net = self._private / "net"
             net.mkdir(exist_ok=True)
-            argv = self._tunnel(argv, forward, net)
+            argv = self._tunnel(argv, forward, net, status=self._status_file(status_dir))
+        else:
+            argv = self._with_status(argv, status_dir)
         lim = dict(limits or {})
         spec = DockerRunSpec(
-            image=self.images.harnesses, name=f"tt-{self.cell}-{next(self._counter)}",
-            labels={CELL_LABEL: self.cell}, argv=argv, env=env, cwd=str(workspace), binds=binds,
+            image=self.images.harnesses, name=name,
+            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=argv, env=env, cwd=str(workspace), binds=binds,
             tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
             nested_namespaces=nested,
@@ -183,6 +194,27 @@ class DockerSandbox(Sandbox):
         return value.replace(host, IMAGE_TOOLS_DIR) if host in value else value
 
 
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def sweep_orphans(client: Any) -> list[str]:
+    """Remove containers of cells whose owning process (on this host) is gone — left by a
+    session that was killed outright. Returns their names."""
+    host = socket.gethostname()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": CELL_LABEL}):
+        owner_host, _, pid = str(c.labels.get(OWNER_LABEL, "")).rpartition(":")
+        if owner_host != host or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            c.remove(force=True)
+            removed.append(c.name)
+        except Exception:  # noqa: BLE001, S110 - another sweeper won the race
+            pass
+    return removed
+
+
 def _int(v: float | None) -> int | None:
     return None if v is None else int(v)
 
@@ -191,4 +223,4 @@ def _float(v: float | None) -> float | None:
     return None if v is None else float(v)
 
 
-__all__ = ["DOCKER_INSTALL", "DockerSandbox", "ImageError", "engine_reason", "ensure_images"]
+__all__ = ["DOCKER_INSTALL", "DockerSandbox", "ImageError", "engine_reason", "ensure_images", "sweep_orphans"]

@@ -7,7 +7,8 @@ it holds the run's environment, credentials included), streams the container's s
 and stderr to its own as they arrive, and exits with the container's exit code. On
 SIGTERM (the runner's timeout) it kills the container first; a launcher killed outright
 leaves the container to :meth:`DockerSandbox.reap`, which removes every container
-labelled with the cell.
+labelled with the cell. (tini reports a signal death as ``128+N``; the in-container
+wrapper's status file lets :meth:`Sandbox.exit_code` restore it.)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 CELL_LABEL = "org.tracetrial.cell"
+OWNER_LABEL = "org.tracetrial.owner"  # "<hostname>:<pid>" of the process that ran the cell
 
 
 class Bind(BaseModel):

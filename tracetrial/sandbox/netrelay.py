@@ -5,10 +5,12 @@ reach the gateway on the host's loopback. Both halves of the tunnel live here:
 
 * :class:`HostForwarder` (host side): a unix socket in the cell's bridge folder; each
   connection is joined to ``127.0.0.1:<port>`` on the host.
-* ``python -I netrelay.py --forward PORT=SOCKET ... -- ARGV`` (inside the sandbox,
-  stdlib only): listens on ``127.0.0.1:PORT`` in the sandbox's own network namespace,
-  joins each connection to ``SOCKET``, runs ``ARGV`` as its child (stdio inherited,
-  SIGTERM/SIGINT passed on) and exits with the child's exit code.
+* ``python -I netrelay.py [--status FILE] --forward PORT=SOCKET ... -- ARGV`` (inside the
+  sandbox, stdlib only): listens on ``127.0.0.1:PORT`` in the sandbox's own network
+  namespace, joins each connection to ``SOCKET``, runs ``ARGV`` as its child (stdio
+  inherited, SIGTERM/SIGINT passed on), writes the child's raw exit status to ``FILE``
+  and exits with the child's exit code. The docker backend runs every process through
+  it, with or without forwards, for that exact status.
 
 Only the listed ports cross; everything else — other host ports, the outside world —
 stays unreachable.
@@ -100,9 +102,13 @@ class HostForwarder:
             pass
 
 
-def command(forwards: dict[int, Path], argv: list[str], python: str = sys.executable) -> list[str]:
-    """The argv that runs ``argv`` inside a network-less sandbox with ``forwards`` open."""
+def command(forwards: dict[int, Path], argv: list[str], python: str = sys.executable,
+            status: Path | None = None) -> list[str]:
+    """The argv that runs ``argv`` inside a network-less sandbox with ``forwards`` open
+    (``status``: a file that receives the child's raw exit status, negative for a signal)."""
     out = [python, "-I", str(Path(__file__).resolve())]
+    if status is not None:
+        out += ["--status", str(status)]
     for port, sock in sorted(forwards.items()):
         out += ["--forward", f"{port}={sock}"]
     return out + ["--", *argv]
@@ -110,9 +116,13 @@ def command(forwards: dict[int, Path], argv: list[str], python: str = sys.execut
 
 def main(args: list[str]) -> int:
     forwards: list[tuple[int, str]] = []
-    while args and args[0] == "--forward":
-        port_text, _, sock_path = args[1].partition("=")
-        forwards.append((int(port_text), sock_path))
+    status: str | None = None
+    while args and args[0] in ("--forward", "--status"):
+        if args[0] == "--status":
+            status = args[1]
+        else:
+            port_text, _, sock_path = args[1].partition("=")
+            forwards.append((int(port_text), sock_path))
         args = args[2:]
     if not args or args[0] != "--":
         print("usage: netrelay.py [--forward PORT=SOCKET]... -- ARGV", file=sys.stderr)
@@ -138,6 +148,10 @@ def main(args: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda s, _f: child.send_signal(s))
     code = child.wait()
+    if status is not None:
+        # An init in between (docker's tini) turns a signal death into 128+N, which a
+        # harness may also exit with; the raw status keeps a crash a crash.
+        Path(status).write_text(str(code))
     return 128 - code if code < 0 else code
 
 
