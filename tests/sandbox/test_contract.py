@@ -181,6 +181,27 @@ def _cell_containers(box) -> list[str]:
     return [c.name for c in client.containers.list(all=True, filters={"label": f"{CELL_LABEL}={box.cell}"})]
 
 
+def test_container_dies_with_the_cell_process(cell):
+    """Docker: when the process that ran the cell dies outright, its container goes too
+    (bwrap's --die-with-parent, for the docker backend)."""
+    box, _, workspace, *_ = cell
+    if box.name != "docker":
+        pytest.skip("docker only")
+    argv = box.wrap(["sleep", "60"], cwd=workspace, env={"PATH": os.environ["PATH"]}, writable=[workspace],
+                    hidden=[])
+    parent = subprocess.Popen(["sh", "-c", '"$@" & wait', "sh", *argv])
+    deadline = time.monotonic() + 20
+    while not _cell_containers(box) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _cell_containers(box), "the container never started"
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while _cell_containers(box) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _cell_containers(box) == []
+
+
 def test_orphaned_containers_are_swept(cell):
     """Containers whose owning process died (a killed session) are removed by the next one."""
     box, *_ = cell

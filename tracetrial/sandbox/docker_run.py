@@ -100,6 +100,20 @@ def _stream(chunks: Any) -> None:
             err.flush()
 
 
+def _die_with_parent() -> None:
+    """SIGTERM this launcher (so it kills its container) when the process that ran the cell
+    dies — what bwrap's ``--die-with-parent`` does for the bwrap backend."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the owner sweep (DockerSandbox) still removes orphans later
+    if os.getppid() == 1:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(spec_path: str) -> int:
     import docker
     import docker.errors
@@ -125,6 +139,7 @@ def main(spec_path: str) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    _die_with_parent()
     try:
         # Attach (the request is sent here) before start, so not a byte of early output is lost.
         chunks = container.attach(stream=True, logs=True, demux=True, stdout=True, stderr=True)
