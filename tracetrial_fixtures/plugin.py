@@ -91,13 +91,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("tt_cell_spec", [cell_param(c, baseline) for c in cells])
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = []
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if settings is not None and settings.sandbox == "auto":
+        from tracetrial.sandbox import auto_backend
+
+        # Say which backend "auto" means on this machine before any cell runs.
+        lines.append(f"tracetrial sandbox: auto -> {auto_backend()} (harnesses no sandbox can wrap run local)")
+    elif settings is not None:
+        lines.append(f"tracetrial sandbox: {settings.sandbox}")
     baseline = config.stash.get(BASELINE_KEY, None)
-    if baseline is None:
-        return None
-    known = sum(1 for k in baseline.cells if baseline.known_failures(k))
-    return (f"tracetrial baseline: {config.getoption('--tt-baseline')} ({baseline.protocol}, "
-            f"{len(baseline.cells)} cells, {known} with known failing criteria)")
+    if baseline is not None:
+        known = sum(1 for k in baseline.cells if baseline.known_failures(k))
+        lines.append(f"tracetrial baseline: {config.getoption('--tt-baseline')} ({baseline.protocol}, "
+                     f"{len(baseline.cells)} cells, {known} with known failing criteria)")
+    return lines
 
 
 @pytest.fixture(scope="session")
