@@ -253,7 +253,10 @@ class CellRunner:
         try:
             box.prepare()  # the docker image is built (once) before the cell's clock starts
         except Exception as exc:  # noqa: BLE001 - any preparation failure is the apparatus's
-            raise ApparatusError(f"sandbox {box.name!r} could not be prepared: {exc}") from exc
+            box.cleanup()
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise ApparatusError(f"sandbox {box.name!r} could not be prepared: {exc} (run `tracetrial images build` "
+                                 "to see the failing step, or choose another backend: --tt-sandbox bwrap|local)") from exc
         gateway = self.services.gateway()
         confinement = Confinement(box, writable=[scratch, paths.native], hidden=_hidden_paths(self.output, task.root),
                                   network=task.isolation.network, forward=[gateway.port],

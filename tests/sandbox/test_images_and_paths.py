@@ -66,3 +66,30 @@ def test_deepseek_runs_local_under_auto() -> None:
     assert _resolve_sandbox("auto", "deepseek", "loopback") == "local"
     with pytest.raises(pytest.skip.Exception, match="starts its runtime itself"):
         _resolve_sandbox("auto", "deepseek", "none")
+
+
+def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken build (say, no Debian mirror) fails every docker cell with the same precise
+    message, without re-running debootstrap for each."""
+    import docker
+
+    from tracetrial.sandbox import docker as backend
+    from tracetrial.sandbox.images import ImageError
+
+    calls = []
+
+    def broken(client: object = None, **kw: object) -> None:
+        calls.append(1)
+        raise ImageError("debootstrap failed (exit 1): E: Failed getting release file")
+
+    monkeypatch.setattr(backend, "_IMAGES", {})
+    monkeypatch.setattr(backend, "_FAILED", {})
+    monkeypatch.setattr(backend, "build_images", broken)
+    monkeypatch.setattr(backend, "sweep_orphans", lambda client: [])
+    monkeypatch.setattr(docker, "from_env", lambda **kw: object())
+    for _ in range(3):
+        box = backend.DockerSandbox()
+        with pytest.raises(ImageError, match="debootstrap failed .* release file"):
+            box.prepare()
+        box.cleanup()
+    assert len(calls) == 1

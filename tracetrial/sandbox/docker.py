@@ -49,6 +49,7 @@ DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log
 
 _ENGINE: dict[str, str | None] = {}
 _IMAGES: dict[str, Images] = {}
+_FAILED: dict[str, str] = {}
 _IMAGES_LOCK = threading.Lock()
 
 
@@ -73,12 +74,19 @@ def engine_reason() -> str | None:
 def ensure_images(log: Any = None) -> Images:
     """The harnesses image for the current pins, built once per process (and cached by tag)."""
     with _IMAGES_LOCK:
+        if "error" in _FAILED:
+            # A failed build is not retried cell after cell (debootstrap alone takes ~30 s).
+            raise ImageError(_FAILED["error"])
         if "images" not in _IMAGES:
             import docker
 
             client = docker.from_env(timeout=600)
             sweep_orphans(client)
-            _IMAGES["images"] = build_images(client, log=log)
+            try:
+                _IMAGES["images"] = build_images(client, log=log)
+            except Exception as exc:
+                _FAILED["error"] = f"{type(exc).__name__}: {exc}"
+                raise
         return _IMAGES["images"]
 
 
