@@ -307,15 +307,18 @@ class CellRunner:
                     failure = ("HarnessCrash", outcome.error or f"turn {index} did not exit normally", False)
                     break
         finally:
-            box.cleanup()  # host-side simulators finish writing their ledgers, then stop
             finished = _now()
             timing["execution"] = PhaseTiming(started_at=t0.isoformat(), finished_at=finished.isoformat(),
                                               seconds=(finished - t0).total_seconds())
             record.exit_codes = [o.exit_code for o in outcomes]
             try:
-                adapter.collect(ctx)  # native session files into native/ (hashed by the manifest)
+                # Native session files into native/ (hashed by the manifest). Before the
+                # sandbox cleanup: a runtime that outlives its turns (DeepSeek's JSON-RPC
+                # process) shuts down gracefully here, still inside its container.
+                adapter.collect(ctx)
             except Exception as exc:  # noqa: BLE001 - a missing native file is evidence, not a crash
                 (paths.native / "collect-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+            box.cleanup()  # host-side simulators finish writing their ledgers, then stop
             probe_report = probe.finish_run(run_id) if probe is not None else None
             if probe_report is not None:
                 archive.write_json("gateway/probe.json", probe_report)

@@ -79,10 +79,10 @@ def run_cell(cell: CellSpec, settings: Settings, services: Services) -> CellResu
     return result
 
 
-#: Harnesses that launch their runtime without :func:`harnesses.runner.run_process`, so no
-#: sandbox can wrap them (DeepSeek Harness starts its JSON-RPC runtime itself).
-SANDBOX_UNSUPPORTED = {"deepseek": "the DeepSeek Harness adapter starts its runtime itself (harnesses/deepseek/rpc.py), "
-                                   "not through run_process, so it is not confined"}
+#: Harnesses no sandbox can wrap, with the reason (a third-party adapter that starts its
+#: processes without :func:`harnesses.runner.run_process` or ``Confinement.wrap``). Every
+#: built-in harness is confinable (DeepSeek's JSON-RPC runtime goes through ``wrap``).
+SANDBOX_UNSUPPORTED: dict[str, str] = {}
 
 
 def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") -> str:

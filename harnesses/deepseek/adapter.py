@@ -175,9 +175,16 @@ class DeepSeekAdapter(HarnessAdapter):
             encoding="utf-8",
         )
         assert files.requests is not None and files.stderr is not None
+        from tracetrial.sandbox import current
+
+        # The cell's sandbox confines the runtime like any harness process; its stdin carries
+        # the JSON-RPC requests, so the sandbox must pass stdin through.
+        conf = current()
+        argv = conf.wrap([str(binary)], cwd=ctx.workspace, env=env, stdin=True) if conf else [str(binary)]
         try:
-            runtime = Runtime([str(binary)], env=env, cwd=ctx.workspace, stdout=files.stdout,
-                              stderr=files.stderr, requests=files.requests)
+            runtime = Runtime(argv, env=env, cwd=ctx.workspace, stdout=files.stdout,
+                              stderr=files.stderr, requests=files.requests,
+                              reap=conf.sandbox.reap if conf else None)
         except OSError as exc:
             return None, f"could not start the DeepSeek Harness runtime: {exc}"
         rid = runtime.send("initialize", {"cwd": str(ctx.workspace), "provider": PROVIDER, "model": ctx.model})

@@ -28,7 +28,7 @@ class Runtime:
     """One runtime process and its JSON-RPC exchange."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
-                 stdout: Path, stderr: Path, requests: Path):
+                 stdout: Path, stderr: Path, requests: Path, reap: Callable[[], None] | None = None):
         self._cond = threading.Condition()
         self._out: IO[bytes] | None = None
         self._err: IO[bytes] | None = None
@@ -36,6 +36,7 @@ class Runtime:
         self.messages: list[dict[str, Any]] = []  # every parsed JSON object, in wire order
         self.closed = False
         self._next = 0
+        self._reap = reap  # the sandbox's: removes what a killed wrapper left (a container)
         self.route(stdout, stderr, requests)
         self.proc = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -145,6 +146,8 @@ class Runtime:
                 break
             except subprocess.TimeoutExpired:
                 continue
+        if self._reap is not None:
+            self._reap()
         self._finish()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:

@@ -86,6 +86,31 @@ def test_signal_death_is_a_crash_on_every_backend(cell):
     assert res.exit_code == 137
 
 
+ECHO = "import sys\nfor line in sys.stdin:\n    print(line.strip().upper(), flush=True)\nprint('eof', flush=True)\n"
+
+
+def test_interactive_stdin_round_trips(cell):
+    """A JSON-RPC style process: each line in gets its answer out *before* the next line is
+    sent (streaming both ways through the sandbox), and closing stdin ends it."""
+    box, _, workspace, *_ = cell
+    argv = box.wrap(["python3", "-c", ECHO], cwd=workspace, env={"PATH": os.environ["PATH"]},
+                    writable=[workspace], hidden=[], stdin=True)
+    proc = subprocess.Popen(argv, cwd=workspace, env={"PATH": os.environ["PATH"]}, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        for i in range(3):
+            proc.stdin.write(f"ping {i}\n".encode())
+            proc.stdin.flush()
+            assert proc.stdout.readline().decode().strip() == f"PING {i}"
+        proc.stdin.close()
+        assert proc.stdout.readline().decode().strip() == "eof"
+        assert proc.wait(timeout=20) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        box.reap()
+
+
 def test_workspace_file_io(cell):
     _, run, workspace, native, _ = cell
     res, out, _ = run("cat input.txt; echo written > out.txt; mkdir -p sub && echo x > sub/y; echo log >> " + str(native / "h.log"))

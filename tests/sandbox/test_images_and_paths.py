@@ -60,12 +60,15 @@ def test_local_refuses_network_none() -> None:
     assert _resolve_sandbox("local", "reference", "loopback") == "local"
 
 
-def test_deepseek_runs_local_under_auto() -> None:
-    from tracetrial_fixtures.scoring import _resolve_sandbox
+def test_unconfinable_harness_runs_local_under_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracetrial_fixtures import scoring
 
-    assert _resolve_sandbox("auto", "deepseek", "loopback") == "local"
-    with pytest.raises(pytest.skip.Exception, match="starts its runtime itself"):
-        _resolve_sandbox("auto", "deepseek", "none")
+    monkeypatch.setitem(scoring.SANDBOX_UNSUPPORTED, "thirdparty", "it forks its own daemon")
+    assert scoring._resolve_sandbox("auto", "thirdparty", "loopback") == "local"
+    with pytest.raises(pytest.skip.Exception, match="it forks its own daemon"):
+        scoring._resolve_sandbox("auto", "thirdparty", "none")
+    assert scoring._resolve_sandbox("auto", "deepseek", "loopback") != "local" or (
+        scoring._resolve_sandbox("auto", "reference", "loopback") == "local")  # built-ins are all confinable
 
 
 def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:

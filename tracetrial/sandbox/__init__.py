@@ -57,14 +57,15 @@ class Sandbox(ABC):
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
              forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
-             nested: bool = False) -> list[str]:
+             nested: bool = False, stdin: bool = False) -> list[str]:
         """The argv that runs ``argv`` inside the sandbox (in ``cwd``, with ``env``).
 
         ``network``: ``loopback``/``host`` keep the host network; ``none`` removes it, with
         only the loopback ``forward`` ports (the gateway) tunnelled in. ``limits``: the
         task's resource limits (``memory_mb``, ``cpus``, ``pids``), applied where the
         backend can enforce them. ``nested``: the harness runs its own namespace sandbox
-        inside (the docker backend then allows namespace creation).
+        inside (the docker backend then allows namespace creation). ``stdin``: the caller
+        talks to the process over its stdin (a JSON-RPC runtime), which must reach it.
         """
 
     def prepare(self) -> None:
@@ -135,7 +136,7 @@ class LocalSandbox(Sandbox):
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
              forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
-             nested: bool = False) -> list[str]:
+             nested: bool = False, stdin: bool = False) -> list[str]:
         if network == "none":
             raise RuntimeError("the local sandbox cannot take the network away (network: none); "
                                "use --tt-sandbox bwrap or docker")
@@ -188,7 +189,7 @@ class BwrapSandbox(Sandbox):
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
              forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
-             nested: bool = False) -> list[str]:
+             nested: bool = False, stdin: bool = False) -> list[str]:
         out = [self.binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         # Code the confined harness runs stays visible (read-only) even when it lives under
@@ -295,10 +296,10 @@ class Confinement:
     limits: dict[str, float | int | None] = field(default_factory=dict)
     nested: bool = False
 
-    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[str]:
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdin: bool = False) -> list[str]:
         return self.sandbox.wrap(argv, cwd=cwd, env=env, writable=self.writable, hidden=self.hidden,
                                  network=self.network, forward=self.forward, limits=self.limits,
-                                 nested=self.nested)
+                                 nested=self.nested, stdin=stdin)
 
 
 _CURRENT: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar("tt_sandbox", default=None)

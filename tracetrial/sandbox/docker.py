@@ -117,7 +117,8 @@ class DockerSandbox(Sandbox):
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], writable: Sequence[Path],
              hidden: Sequence[Path], network: str = "loopback", forward: Sequence[int] = (),
-             limits: Mapping[str, float | int | None] | None = None, nested: bool = False) -> list[str]:
+             limits: Mapping[str, float | int | None] | None = None, nested: bool = False,
+             stdin: bool = False) -> list[str]:
         self.prepare()
         assert self.images is not None
         argv = [self._image_path(a) for a in argv]
@@ -154,7 +155,7 @@ class DockerSandbox(Sandbox):
             labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=argv, env=env, cwd=str(workspace), binds=binds,
             tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
-            nested_namespaces=nested,
+            nested_namespaces=nested, stdin=stdin,
         )
         spec_file = self._private / f"{spec.name}.json"
         fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -54,6 +54,7 @@ class DockerRunSpec(BaseModel):
     memory_mb: int | None = None
     cpus: float | None = None
     pids: int | None = None
+    stdin: bool = Field(False, description="Forward the launcher's stdin to the process (JSON-RPC runtimes).")
     nested_namespaces: bool = Field(False, description="Allow user namespaces and a fresh /proc inside.")
 
 
@@ -85,7 +86,9 @@ def create_args(spec: DockerRunSpec, api: Any) -> dict[str, Any]:
         host_config["MaskedPaths"] = []
         host_config["ReadonlyPaths"] = []
     return {"image": spec.image, "command": spec.argv, "name": spec.name, "labels": spec.labels,
-            "environment": spec.env, "working_dir": spec.cwd, "detach": True, "stdin_open": False,
+            "environment": spec.env, "working_dir": spec.cwd, "stdin_open": spec.stdin,
+            # detach=False + stdin_open: docker-py sets StdinOnce, so our EOF closes its stdin.
+            "detach": not spec.stdin,
             "tty": False, "host_config": host_config}
 
 
@@ -98,6 +101,43 @@ def _stream(chunks: Any) -> None:
         if chunk_err:
             err.write(chunk_err)
             err.flush()
+
+
+def _attach_interactive(client: Any, container: Any) -> threading.Thread:
+    """Attach stdin too: our stdin is copied to the process (half-closed at EOF, which
+    closes its stdin), its multiplexed stdout/stderr frames are split back to ours."""
+    import socket
+
+    from docker.utils.socket import frames_iter
+
+    # No "logs": attached before the start, nothing is missed (and logs+stdin stalls the stream).
+    sock = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+    raw = getattr(sock, "_sock", sock)
+
+    def feed() -> None:
+        try:
+            while True:
+                data = os.read(0, 65536)
+                if not data:
+                    break
+                raw.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                raw.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def drain() -> None:
+        out, err = sys.stdout.buffer, sys.stderr.buffer
+        for stream, data in frames_iter(sock, tty=False):
+            target = err if stream == 2 else out
+            target.write(data)
+            target.flush()
+
+    threading.Thread(target=feed, name="tt-docker-stdin", daemon=True).start()
+    return threading.Thread(target=drain, name="tt-docker-out", daemon=True)
 
 
 def _die_with_parent() -> None:
@@ -142,8 +182,11 @@ def main(spec_path: str) -> int:
     _die_with_parent()
     try:
         # Attach (the request is sent here) before start, so not a byte of early output is lost.
-        chunks = container.attach(stream=True, logs=True, demux=True, stdout=True, stderr=True)
-        streamer = threading.Thread(target=_stream, args=(chunks,), daemon=True)
+        if spec.stdin:
+            streamer = _attach_interactive(client, container)
+        else:
+            chunks = container.attach(stream=True, logs=True, demux=True, stdout=True, stderr=True)
+            streamer = threading.Thread(target=_stream, args=(chunks,), daemon=True)
         streamer.start()
         try:
             container.start()
