@@ -131,7 +131,7 @@ def _attach_interactive(client: Any, container: Any) -> threading.Thread:
 
     def drain() -> None:
         out, err = sys.stdout.buffer, sys.stderr.buffer
-        for stream, data in frames_iter(sock, tty=False):
+        for stream, data in frames_iter(sock, tty=False):  # type: ignore[no-untyped-call]
             target = err if stream == 2 else out
             target.write(data)
             target.flush()
