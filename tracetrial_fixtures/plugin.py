@@ -98,7 +98,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         from tracetrial.sandbox import auto_backend
 
         # Say which backend "auto" means on this machine before any cell runs.
-        lines.append(f"tracetrial sandbox: auto -> {auto_backend()} (harnesses no sandbox can wrap run local)")
+        lines.append(f"tracetrial sandbox: auto -> {auto_backend()}")
     elif settings is not None:
         lines.append(f"tracetrial sandbox: {settings.sandbox}")
     baseline = config.stash.get(BASELINE_KEY, None)
