@@ -160,7 +160,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def cmd_images(args: argparse.Namespace) -> int:
     """``tracetrial images build|list``: the docker sandbox's local images."""
-    from tracetrial.sandbox.docker import engine_reason
+    from tracetrial.sandbox.docker_backend import engine_reason
     from tracetrial.sandbox.images import ImageError, build_images, image_tags
 
     tags = image_tags()

@@ -92,7 +92,7 @@ def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") ->
     harness no sandbox can wrap, local. A ``network: none`` task needs bwrap or docker.
     """
     from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox, engine_reason
-    from tracetrial.sandbox.docker import DOCKER_INSTALL
+    from tracetrial.sandbox.docker_backend import DOCKER_INSTALL
 
     reasons = {"docker": engine_reason, "bwrap": lambda: BwrapSandbox().available()}
     installs = {"docker": DOCKER_INSTALL, "bwrap": BWRAP_INSTALL}

@@ -234,7 +234,7 @@ def test_orphaned_containers_are_swept(cell):
         pytest.skip("docker only")
     import docker
 
-    from tracetrial.sandbox.docker import sweep_orphans
+    from tracetrial.sandbox.docker_backend import sweep_orphans
     from tracetrial.sandbox.docker_run import CELL_LABEL, OWNER_LABEL
 
     box.prepare()
@@ -368,7 +368,7 @@ def test_resolve_sandbox():
 
 
 def test_docker_unavailable_reason(monkeypatch):
-    from tracetrial.sandbox import docker as docker_backend
+    from tracetrial.sandbox import docker_backend
 
     monkeypatch.setattr(docker_backend, "_ENGINE", {})
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")

@@ -76,7 +76,7 @@ def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.Mon
     message, without re-running debootstrap for each."""
     import docker
 
-    from tracetrial.sandbox import docker as backend
+    from tracetrial.sandbox import docker_backend as backend
     from tracetrial.sandbox.images import ImageError
 
     calls = []

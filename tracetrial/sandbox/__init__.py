@@ -6,7 +6,7 @@
   hidden paths (the archive output folder, the task pack), private ``/tmp``, ``/dev``,
   a PID namespace with its own ``/proc``, and **no** network namespace so the loopback
   gateway stays reachable.
-* :class:`~tracetrial.sandbox.docker.DockerSandbox` — the paper's setup: each harness
+* :class:`~tracetrial.sandbox.docker_backend.DockerSandbox` — the paper's setup: each harness
   process in a container of a locally built image (``tracetrial images build``).
 
 ``isolation.yaml`` ``network: none`` gives the confined process no network (bwrap
@@ -252,7 +252,7 @@ def _existing(paths: Sequence[Path]) -> Iterator[Path]:
 
 
 # Imported here, not at the top: the docker module subclasses Sandbox defined above.
-from tracetrial.sandbox.docker import DockerSandbox, engine_reason
+from tracetrial.sandbox.docker_backend import DockerSandbox, engine_reason
 
 BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
 

@@ -1,6 +1,6 @@
-"""Launcher of one confined process in a docker container (``python -I docker_run.py SPEC``).
+"""Launcher of one confined process in a docker container (``python -I -c BOOT ROOT SPEC``).
 
-:class:`~tracetrial.sandbox.docker.DockerSandbox` wraps a harness command into this
+:class:`~tracetrial.sandbox.docker_backend.DockerSandbox` wraps a harness command into this
 launcher, so :func:`harnesses.runner.run_process` keeps its contract unchanged: the
 launcher creates the container with the docker SDK from the spec file (read, then deleted:
 it holds the run's environment, credentials included), streams the container's stdout
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
 
 CELL_LABEL = "org.tracetrial.cell"
 OWNER_LABEL = "org.tracetrial.owner"  # "<hostname>:<pid>" of the process that ran the cell
@@ -106,28 +107,13 @@ def _stream(chunks: Any) -> None:
 def _attach_interactive(client: Any, container: Any) -> threading.Thread:
     """Attach stdin too: our stdin is copied to the process (half-closed at EOF, which
     closes its stdin), its multiplexed stdout/stderr frames are split back to ours."""
-    import socket
-
     from docker.utils.socket import frames_iter
+
+    from tracetrial.sandbox.netrelay import stdin_to
 
     # No "logs": attached before the start, nothing is missed (and logs+stdin stalls the stream).
     sock = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
     raw = getattr(sock, "_sock", sock)
-
-    def feed() -> None:
-        try:
-            while True:
-                data = os.read(0, 65536)
-                if not data:
-                    break
-                raw.sendall(data)
-        except OSError:
-            pass
-        finally:
-            try:
-                raw.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
 
     def drain() -> None:
         out, err = sys.stdout.buffer, sys.stderr.buffer
@@ -136,7 +122,7 @@ def _attach_interactive(client: Any, container: Any) -> threading.Thread:
             target.write(data)
             target.flush()
 
-    threading.Thread(target=feed, name="tt-docker-stdin", daemon=True).start()
+    threading.Thread(target=stdin_to, args=(raw,), name="tt-docker-stdin", daemon=True).start()
     return threading.Thread(target=drain, name="tt-docker-out", daemon=True)
 
 
@@ -203,8 +189,14 @@ def main(spec_path: str) -> int:
             pass
 
 
-if __name__ == "__main__":
-    code = main(sys.argv[1])
+def run(spec_path: str) -> None:
+    """Entry point (see :data:`BOOT`): exit with the container's exit code."""
+    code = main(spec_path)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+#: ``python -I -c BOOT <code root> <spec>``: imports this module from the code root the
+#: cell runs (not whatever an installed package points at) and runs :func:`run`.
+BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from tracetrial.sandbox.docker_run import run; run(sys.argv[2])"

@@ -24,13 +24,16 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
+def _copy(read: Callable[[int], bytes], dst: socket.socket) -> None:
+    """Copy what ``read`` returns to ``dst`` until EOF, then half-close ``dst``'s write side
+    so the far end sees EOF too."""
     try:
         while True:
-            data = src.recv(65536)
+            data = read(65536)
             if not data:
                 break
             dst.sendall(data)
@@ -41,6 +44,16 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
             dst.shutdown(socket.SHUT_WR)
         except OSError:
             pass
+
+
+def stdin_to(sock: socket.socket, fd: int = 0) -> None:
+    """Copy stdin to ``sock`` (half-closed at EOF). Shared by the bridge relay and the docker
+    launcher, which run as stand-alone scripts and import this module by its folder."""
+    _copy(lambda n: os.read(fd, n), sock)
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    _copy(src.recv, dst)
 
 
 def _join(a: socket.socket, b: socket.socket) -> None:

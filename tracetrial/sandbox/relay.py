@@ -14,6 +14,21 @@ import socket
 import struct
 import sys
 import threading
+from typing import Any
+
+
+def _netrelay() -> Any:
+    """The stdlib-only sibling module, loaded by its file: this runs as a stand-alone script
+    (``python -I``), where the package may not be importable, and must not put its folder on
+    ``sys.path`` (it would shadow installed packages)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "netrelay.py")
+    spec = importlib.util.spec_from_file_location("_tt_netrelay", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _read_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -30,21 +45,7 @@ def main(path: str) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
 
-    def upstream() -> None:
-        try:
-            while True:
-                data = os.read(0, 65536)
-                if not data:
-                    break
-                sock.sendall(data)
-        except OSError:
-            pass
-        try:
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-
-    threading.Thread(target=upstream, daemon=True).start()
+    threading.Thread(target=_netrelay().stdin_to, args=(sock,), daemon=True).start()
     out = sys.stdout.buffer
     while True:
         head = _read_exact(sock, 5)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tracetrial.sandbox import Sandbox, _code_paths, _existing
-from tracetrial.sandbox.docker_run import CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
+from tracetrial.sandbox.docker_run import BOOT, CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
 from tracetrial.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
@@ -161,8 +161,9 @@ class DockerSandbox(Sandbox):
         fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(spec.model_dump_json())
-        # Run by path (like the bridge relay), so it works whatever the installed package points at.
-        return [sys.executable, "-I", str(Path(__file__).with_name("docker_run.py")), str(spec_file)]
+        # From this code root, whatever an installed package points at.
+        root = str(Path(__file__).resolve().parents[2])
+        return [sys.executable, "-I", "-c", BOOT, root, str(spec_file)]
 
     def host_command(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                      cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
