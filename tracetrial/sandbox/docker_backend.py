@@ -185,7 +185,7 @@ class DockerSandbox(Sandbox):
                 except docker.errors.DockerException:
                     pass
             client.close()
-        except Exception:  # noqa: BLE001 - cleanup is best effort; a leftover is swept next time
+        except Exception:  # noqa: BLE001, S110 - cleanup is best effort; a leftover is swept next time
             pass
 
     def cleanup(self) -> None:

@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
 CELL_LABEL = "org.tracetrial.cell"
 OWNER_LABEL = "org.tracetrial.owner"  # "<hostname>:<pid>" of the process that ran the cell
 
