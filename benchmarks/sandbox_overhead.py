@@ -25,11 +25,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tracetrial.sandbox import BwrapSandbox, engine_reason
+from tracetrial.sandbox import BwrapSandbox, docker_reason
 
 
 def available_backends(wanted: list[str]) -> list[str]:
-    ok = {"local": None, "bwrap": BwrapSandbox().available(), "docker": engine_reason()}
+    ok = {"local": None, "bwrap": BwrapSandbox().available(), "docker": docker_reason()}
     for name in wanted:
         if ok.get(name):
             print(f"skipping {name}: {ok[name]}")

@@ -91,10 +91,10 @@ def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") ->
     ``auto``: docker when an engine answers, else bwrap when it runs, else local — for a
     harness no sandbox can wrap, local. A ``network: none`` task needs bwrap or docker.
     """
-    from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox, engine_reason
+    from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox, docker_reason
     from tracetrial.sandbox.docker_backend import DOCKER_INSTALL
 
-    reasons = {"docker": engine_reason, "bwrap": lambda: BwrapSandbox().available()}
+    reasons = {"docker": docker_reason, "bwrap": lambda: BwrapSandbox().available()}
     installs = {"docker": DOCKER_INSTALL, "bwrap": BWRAP_INSTALL}
     if requested in reasons:
         reason = reasons[requested]()

@@ -21,11 +21,11 @@ from harnesses.install import tool_bin
 from tests.conftest import REPO
 from tracetrial.archive import RunPaths
 from tracetrial.results import CombinedScore
-from tracetrial.sandbox import BwrapSandbox, engine_reason
+from tracetrial.sandbox import BwrapSandbox, docker_reason
 
 TASK = "E1-build-status-001"
 NO_BWRAP = pytest.mark.skipif(BwrapSandbox().available() is not None, reason="bwrap does not run here")
-NO_DOCKER = pytest.mark.skipif(engine_reason() is not None, reason=f"docker: {engine_reason()}")
+NO_DOCKER = pytest.mark.skipif(docker_reason() is not None, reason=f"docker: {docker_reason()}")
 BACKENDS = [pytest.param("local", id="local"), pytest.param("bwrap", id="bwrap", marks=NO_BWRAP),
             pytest.param("docker", id="docker", marks=NO_DOCKER)]
 

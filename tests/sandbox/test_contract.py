@@ -24,13 +24,13 @@ from tracetrial.sandbox import (
     Sandbox,
     auto_backend,
     confined,
-    engine_reason,
+    docker_reason,
     get_sandbox,
     resolve_sandbox,
 )
 
 NO_BWRAP = pytest.mark.skipif(BwrapSandbox().available() is not None, reason=f"bwrap: {BwrapSandbox().available()}")
-NO_DOCKER = pytest.mark.skipif(engine_reason() is not None, reason=f"docker: {engine_reason()}")
+NO_DOCKER = pytest.mark.skipif(docker_reason() is not None, reason=f"docker: {docker_reason()}")
 BACKENDS = [
     pytest.param("local", id="local"),
     pytest.param("bwrap", id="bwrap", marks=NO_BWRAP),
@@ -359,11 +359,11 @@ def _alive(pid: int) -> bool:
 
 def test_resolve_sandbox():
     assert isinstance(resolve_sandbox("local"), LocalSandbox)
-    expected = "docker" if engine_reason() is None else "bwrap" if BwrapSandbox().available() is None else "local"
+    expected = "docker" if docker_reason() is None else "bwrap" if BwrapSandbox().available() is None else "local"
     assert auto_backend() == expected
     assert resolve_sandbox("auto").name == expected
-    if engine_reason() is not None:
-        with pytest.raises(RuntimeError, match="no docker engine answers"):
+    if docker_reason() is not None:
+        with pytest.raises(RuntimeError, match="docker"):
             resolve_sandbox("docker")
 
 

@@ -96,3 +96,32 @@ def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.Mon
             box.prepare()
         box.cleanup()
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("image_present", [True, False])
+def test_docker_needs_an_image_or_a_way_to_build_it(monkeypatch: pytest.MonkeyPatch, image_present: bool) -> None:
+    """An engine alone is not enough for ``auto`` to pick docker: without debootstrap the
+    image must already exist (else auto falls back to bwrap instead of failing every cell)."""
+    import shutil as real_shutil
+
+    import docker
+
+    from tracetrial.sandbox import docker_backend as backend
+
+    class Images:
+        def get(self, tag: str) -> object:
+            if image_present:
+                return object()
+            raise docker.errors.ImageNotFound(tag)
+
+    class Client:
+        images = Images()
+
+    monkeypatch.setattr(backend, "_ENGINE", {"reason": None})  # an engine answers
+    monkeypatch.setattr(backend.shutil, "which", lambda name: None if name == "debootstrap" else real_shutil.which(name))
+    monkeypatch.setattr(docker, "from_env", lambda **kw: Client())
+    reason = backend.docker_reason()
+    if image_present:
+        assert reason is None
+    else:
+        assert reason and "debootstrap" in reason and "tracetrial images build" in reason

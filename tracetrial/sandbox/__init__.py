@@ -39,7 +39,7 @@ from pathlib import Path
 from tracetrial.sandbox.bridge import HostBridge
 
 __all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "DockerSandbox", "LocalSandbox", "Sandbox", "confined",
-           "current", "get_sandbox", "resolve_sandbox"]
+           "current", "docker_reason", "engine_reason", "get_sandbox", "resolve_sandbox"]
 
 BWRAP_INSTALL = "apt-get install -y bubblewrap"
 
@@ -252,7 +252,7 @@ def _existing(paths: Sequence[Path]) -> Iterator[Path]:
 
 
 # Imported here, not at the top: the docker module subclasses Sandbox defined above.
-from tracetrial.sandbox.docker_backend import DockerSandbox, engine_reason
+from tracetrial.sandbox.docker_backend import DockerSandbox, docker_reason, engine_reason
 
 BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
 
@@ -267,7 +267,7 @@ def get_sandbox(name: str) -> Sandbox:
 
 def auto_backend() -> str:
     """What ``auto`` means here: docker when an engine answers, else bwrap when it runs, else local."""
-    if engine_reason() is None:
+    if docker_reason() is None:
         return "docker"
     return "bwrap" if BwrapSandbox().available() is None else "local"
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -68,6 +69,26 @@ def engine_reason() -> str | None:
         reason = (f"no docker engine answers ({type(exc).__name__}: {str(exc)[:200]}); "
                   f"install and start one with: {DOCKER_INSTALL}")
     _ENGINE["reason"] = reason
+    return reason
+
+
+def docker_reason() -> str | None:
+    """``None`` when the docker backend can run cells here: an engine answers and the image
+    exists or can be built (debootstrap present). Else why not (cached per process)."""
+    if "docker" in _ENGINE:
+        return _ENGINE["docker"]
+    reason = engine_reason()
+    if reason is None and shutil.which("debootstrap") is None:
+        import docker
+
+        from tracetrial.sandbox.images import image_tags
+
+        try:
+            docker.from_env(timeout=10).images.get(image_tags().base)
+        except Exception:  # noqa: BLE001 - not there (or not readable): it would need building
+            reason = ("the docker sandbox image is not built and debootstrap, needed to build it, is missing; "
+                      "install it with: apt-get install -y debootstrap, then run: tracetrial images build")
+    _ENGINE["docker"] = reason
     return reason
 
 
@@ -108,7 +129,7 @@ class DockerSandbox(Sandbox):
 
     # -- Sandbox API --------------------------------------------------------------------
     def available(self) -> str | None:
-        return engine_reason()
+        return docker_reason()
 
     def prepare(self) -> None:
         """Build or reuse the image before the cell's clock starts (raises :class:`ImageError`)."""
@@ -194,8 +215,6 @@ class DockerSandbox(Sandbox):
             self._bridge.close()
             self._bridge = None
         self._close_tunnels()
-        import shutil
-
         shutil.rmtree(self._private, ignore_errors=True)
 
     # -- helpers ------------------------------------------------------------------------
@@ -233,4 +252,5 @@ def _float(v: float | None) -> float | None:
     return None if v is None else float(v)
 
 
-__all__ = ["DOCKER_INSTALL", "DockerSandbox", "ImageError", "engine_reason", "ensure_images", "sweep_orphans"]
+__all__ = ["DOCKER_INSTALL", "DockerSandbox", "ImageError", "docker_reason", "engine_reason", "ensure_images",
+           "sweep_orphans"]
