@@ -58,3 +58,23 @@ def unparseable_line(line: NativeLine, *, run_id: str, at: datetime, source: str
     return RawStdoutEvent(seq=1, timestamp=at, run_id=run_id, source=source, conversation_turn=turn,
                           source_event_seq=line.no, text=line.text, stream_seq=line.no, parseable=False,
                           parse_error=line.error)
+
+
+@dataclass(frozen=True)
+class TurnFiles:
+    """The archived native output of one user turn (``requests``: the JSON-RPC requests we
+    sent, for harnesses driven over stdin)."""
+
+    index: int
+    stdout: Path
+    stderr: Path | None = None
+    requests: Path | None = None
+
+
+def turn_files(native: Path, indices: list[int], *, requests: bool = False) -> list[TurnFiles]:
+    """The archived ``turn-<n>.*`` files of each turn in ``native/`` (every ``turn-<n>.stdout``
+    there when no indices are known); ``requests`` adds ``turn-<n>.requests.jsonl``."""
+    if not indices:
+        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
+    return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr",
+                      native / f"turn-{i}.requests.jsonl" if requests else None) for i in indices]

@@ -87,10 +87,10 @@ def run_process(
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    if conf is not None:
-        conf.sandbox.reap()
-        code = conf.sandbox.exit_code(code)
-    return ProcessOutcome(code, False, time.monotonic() - started)
+    # A wrapper that exited by itself cleaned up after itself (the docker launcher removes its
+    # container); only a killed one needs the sandbox's reap (above, and at cell cleanup).
+    status = conf.sandbox.exit_code(code) if conf is not None else code
+    return ProcessOutcome(status, False, time.monotonic() - started)
 
 def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
     """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""

@@ -29,8 +29,9 @@ from harnesses.base import (
     TurnOutcome,
     WireFormat,
 )
-from harnesses.claude_code.normalize import TurnFiles, normalize
+from harnesses.claude_code.normalize import normalize
 from harnesses.install import install_hint, tool_bin
+from harnesses.native import turn_files
 from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
 from tracetrial.archive import RunPaths
 
@@ -45,13 +46,6 @@ MODEL_ENV_VARS = (
     "ANTHROPIC_DEFAULT_HAIKU_MODEL",
     "CLAUDE_CODE_SUBAGENT_MODEL",
 )
-
-
-def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
-    """The archived stdout/stderr of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
-    if not indices:
-        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
-    return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr") for i in indices]
 
 
 #: Tools pre-approved in native permission mode (the task's deny rules still apply).

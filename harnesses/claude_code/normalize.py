@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import as_object as _obj, NativeLine as _Line, read_jsonl, unparseable_line
+from harnesses.native import NativeLine as _Line
+from harnesses.native import TurnFiles, read_jsonl, unparseable_line
+from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -55,15 +57,6 @@ HARNESS = "claude_code"
 SRC_STDOUT = f"native:{HARNESS}/stdout"
 SRC_STDERR = f"native:{HARNESS}/stderr"
 MAIN = "main"
-
-
-@dataclass(frozen=True)
-class TurnFiles:
-    """The archived native output of one user turn."""
-
-    index: int
-    stdout: Path
-    stderr: Path | None = None
 
 
 # ----------------------------------------------------------------------------- transcripts

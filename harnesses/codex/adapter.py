@@ -32,8 +32,9 @@ from harnesses.base import (
     TurnOutcome,
     WireFormat,
 )
-from harnesses.codex.normalize import TurnFiles, normalize
+from harnesses.codex.normalize import normalize
 from harnesses.install import install_hint, tool_bin
+from harnesses.native import turn_files
 from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
 from tracetrial.archive import RunPaths
 
@@ -102,13 +103,6 @@ def deny_rules(prefixes: list[str]) -> str:
         tokens = ", ".join(json.dumps(t) for t in prefix.split())
         out.append(f'prefix_rule(\n    pattern = [{tokens}],\n    decision = "forbidden",\n)\n')
     return "\n".join(out)
-
-
-def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
-    """The archived stdout/stderr of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
-    if not indices:
-        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
-    return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr") for i in indices]
 
 
 class CodexAdapter(HarnessAdapter):

@@ -71,7 +71,9 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import as_object as _obj, NativeLine as _Line, read_jsonl, unparseable_line
+from harnesses.native import NativeLine as _Line
+from harnesses.native import TurnFiles, read_jsonl, unparseable_line
+from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -129,15 +131,6 @@ COLLAB_TOOLS = {
 #: Native agent states of a child that has not finished.
 PENDING_STATES = {"pending_init", "running"}
 NOTIFICATION_RE = re.compile(r"^\s*<subagent_notification>\s*(.*?)\s*</subagent_notification>\s*$", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class TurnFiles:
-    """The archived native output of one user turn."""
-
-    index: int
-    stdout: Path
-    stderr: Path | None = None
 
 
 def _json(value: Any) -> Any:

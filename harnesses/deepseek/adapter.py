@@ -54,9 +54,10 @@ from harnesses.base import (
     TurnOutcome,
     WireFormat,
 )
-from harnesses.deepseek.normalize import TurnFiles, normalize
+from harnesses.deepseek.normalize import normalize
 from harnesses.deepseek.rpc import Runtime
 from harnesses.install import PIP_HARNESSES, install_hint
+from harnesses.native import TurnFiles, turn_files
 from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
 
@@ -80,16 +81,6 @@ def runtime_paths() -> tuple[Path, Path] | None:
         return bundled_runtime_path(), bundled_default_config_path()
     except (FileNotFoundError, ValueError):
         return None
-
-
-def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
-    """The archived wire of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
-    if not indices:
-        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
-    return [
-        TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr", native / f"turn-{i}.requests.jsonl")
-        for i in indices
-    ]
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -200,7 +191,7 @@ class DeepSeekAdapter(HarnessAdapter):
         deadline = started + max(1.0, turn.deadline_s)
         native = ctx.paths.native
         native.mkdir(parents=True, exist_ok=True)
-        (files,) = turn_files(native, [turn.index])
+        (files,) = turn_files(native, [turn.index], requests=True)
         assert files.stderr is not None and files.requests is not None
         for path in (files.stdout, files.stderr, files.requests):
             path.touch()
@@ -303,7 +294,7 @@ class DeepSeekAdapter(HarnessAdapter):
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
-        return normalize(turn_files(paths.native, [o.index for o in outcomes]), paths.native / "sessions", run_id)
+        return normalize(turn_files(paths.native, [o.index for o in outcomes], requests=True), paths.native / "sessions", run_id)
 
 
 def zstd_decompress(path: Path) -> bytes | None:

@@ -45,7 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import as_list as _list, as_object as _obj, NativeLine as _Line, read_jsonl, unparseable_line
+from harnesses.native import NativeLine as _Line
+from harnesses.native import TurnFiles, read_jsonl, unparseable_line
+from harnesses.native import as_list as _list
+from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantDeltaEvent,
     AssistantMessageEvent,
@@ -72,16 +75,6 @@ MAIN = "main"
 #: assistant/chunk types folded into the assistant/message that lists them (sourceEventSeqs).
 FOLDED_CHUNKS = {"block-start", "block-end", "tool-call-delta", "usage", "finish"}
 DELTA_CHUNKS = {"text-delta": "content_delta", "reasoning-delta": "reasoning_delta", "thinking-delta": "reasoning_delta"}
-
-
-@dataclass(frozen=True)
-class TurnFiles:
-    """The archived native output of one user turn."""
-
-    index: int
-    stdout: Path
-    stderr: Path | None = None
-    requests: Path | None = None
 
 
 def _event(data: dict[str, Any]) -> dict[str, Any]:

@@ -65,7 +65,8 @@ from harnesses.install import (
     pinned_npm_version,
     tool_bin,
 )
-from harnesses.openclaw.normalize import SQLITE_TABLES, TurnFiles, normalize
+from harnesses.native import turn_files
+from harnesses.openclaw.normalize import SQLITE_TABLES, normalize
 from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
 from tracetrial.archive import RunPaths
 
@@ -123,13 +124,6 @@ def config_dict(ctx: RunContext, log_file: Path) -> dict[str, Any]:
             }
         }
     return config
-
-
-def turn_files(native: Path, indices: list[int]) -> list[TurnFiles]:
-    """The archived stdout/stderr of each turn (all ``turn-<n>.stdout`` when no indices are known)."""
-    if not indices:
-        indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
-    return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr") for i in indices]
 
 
 class OpenClawAdapter(HarnessAdapter):

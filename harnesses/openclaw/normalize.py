@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import as_list as _list, as_object as _obj
+from harnesses.native import TurnFiles
+from harnesses.native import as_list as _list
+from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
@@ -74,15 +76,6 @@ SQLITE_TABLES: dict[str, str] = {
     "session_windows": "rowid",
     "session_nodes": "rowid",
 }
-
-
-@dataclass(frozen=True)
-class TurnFiles:
-    """The archived native output of one user turn."""
-
-    index: int
-    stdout: Path
-    stderr: Path | None = None
 
 
 @dataclass

@@ -13,8 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from harnesses.base import NormalizedTrace
-from harnesses.claude_code.adapter import turn_files
 from harnesses.claude_code.normalize import SRC_STDOUT, normalize
+from harnesses.native import turn_files
 from tests.harnesses.conftest import AT, Golden, dump, golden_cases, load_golden
 from tracetrial.trace import (
     SUPPORT_EVENT_TYPES,

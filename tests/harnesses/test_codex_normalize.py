@@ -11,8 +11,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from harnesses.base import NormalizedTrace
-from harnesses.codex.adapter import turn_files
 from harnesses.codex.normalize import SRC_ROLLOUT, SRC_STDOUT, normalize
+from harnesses.native import turn_files
 from tests.harnesses.conftest import AT, Golden, dump, golden_cases, load_golden
 from tracetrial.trace import (
     SUPPORT_EVENT_TYPES,

@@ -22,8 +22,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from harnesses.base import NormalizedTrace
-from harnesses.deepseek.adapter import turn_files
 from harnesses.deepseek.normalize import SRC_SESSION, SRC_STDERR, SRC_STDOUT, normalize
+from harnesses.native import turn_files
 from tests.harnesses.conftest import AT, Golden, dump, golden_cases, load_golden
 from tracetrial.trace import (
     SUPPORT_EVENT_TYPES,
@@ -43,7 +43,7 @@ HARNESS = "deepseek"
 
 
 def run(g: Golden) -> NormalizedTrace:
-    return normalize(turn_files(g.native, g.turns), g.native / "sessions", "run-golden", at=AT)
+    return normalize(turn_files(g.native, g.turns, requests=True), g.native / "sessions", "run-golden", at=AT)
 
 
 def tools(trace: NormalizedTrace) -> list[ToolEvent]:

@@ -22,7 +22,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from harnesses.base import NormalizedTrace
-from harnesses.openclaw.adapter import turn_files
+from harnesses.native import turn_files
 from harnesses.openclaw.normalize import (
     SRC_STDERR,
     SRC_STDOUT,
