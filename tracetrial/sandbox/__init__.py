@@ -167,7 +167,7 @@ class BwrapSandbox(Sandbox):
     def __init__(self, binary: str | None = None):
         self.binary = binary or shutil.which("bwrap") or "bwrap"
         self._bridge: HostBridge | None = None
-        self._net: Path | None = None
+        self._helper_dir: Path | None = None
 
     def available(self) -> str | None:
         if self.binary in _BWRAP_PROBE:
@@ -209,10 +209,10 @@ class BwrapSandbox(Sandbox):
             # Own network namespace (bwrap brings its loopback up); the gateway port is
             # tunnelled in through a unix socket in a bound folder.
             out.append("--unshare-net")
-            argv = self._tunnel(list(argv), forward, self._net_dir(), status=self._status_file(self._net_dir()))
+            argv = self._tunnel(list(argv), forward, self._run_dir(), status=self._status_file(self._run_dir()))
         else:
-            argv = self._with_status(list(argv), self._net_dir())
-        binds.append(self._net_dir())
+            argv = self._with_status(list(argv), self._run_dir())
+        binds.append(self._run_dir())
         for path in sorted(set(binds), key=lambda p: len(p.parts)):
             out += ["--bind", str(path), str(path)]
         # env is inherited from bwrap's own environment (run_process passes it to Popen).
@@ -225,21 +225,22 @@ class BwrapSandbox(Sandbox):
             self._bridge = HostBridge()
         return self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name)
 
-    def _net_dir(self) -> Path:
-        if self._net is None:
+    def _run_dir(self) -> Path:
+        """The cell's bound helper folder: exit-status files and the gateway tunnel's socket."""
+        if self._helper_dir is None:
             import tempfile
 
-            self._net = Path(tempfile.mkdtemp(prefix="tt-run-"))
-        return self._net
+            self._helper_dir = Path(tempfile.mkdtemp(prefix="tt-run-"))
+        return self._helper_dir
 
     def cleanup(self) -> None:
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None
         self._close_tunnels()
-        if self._net is not None:
-            shutil.rmtree(self._net, ignore_errors=True)
-            self._net = None
+        if self._helper_dir is not None:
+            shutil.rmtree(self._helper_dir, ignore_errors=True)
+            self._helper_dir = None
 
 
 def _existing(paths: Sequence[Path]) -> Iterator[Path]:
