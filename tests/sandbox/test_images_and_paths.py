@@ -67,8 +67,9 @@ def test_unconfinable_harness_runs_local_under_auto(monkeypatch: pytest.MonkeyPa
     assert scoring._resolve_sandbox("auto", "thirdparty", "loopback") == "local"
     with pytest.raises(pytest.skip.Exception, match="it forks its own daemon"):
         scoring._resolve_sandbox("auto", "thirdparty", "none")
-    assert scoring._resolve_sandbox("auto", "deepseek", "loopback") != "local" or (
-        scoring._resolve_sandbox("auto", "reference", "loopback") == "local")  # built-ins are all confinable
+    # Every built-in harness is confinable: DeepSeek gets the same backend as the reference.
+    assert scoring._resolve_sandbox("auto", "deepseek", "loopback") == scoring._resolve_sandbox(
+        "auto", "reference", "loopback")
 
 
 def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
