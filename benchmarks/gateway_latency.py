@@ -35,8 +35,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracetrial.gateway import Gateway, ModelRegistry
-from tracetrial.gateway.fake_upstream import FakeUpstream
+from apparatus.gateway import Gateway, ModelRegistry
+from apparatus.gateway.fake_upstream import FakeUpstream
 
 KEY_ENV = "TT_BENCH_UPSTREAM_KEY"
 CLAUDE_BODY = ROOT / "tests" / "gateway" / "fixtures" / "claude_0.json"

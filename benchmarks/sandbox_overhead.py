@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tracetrial.sandbox import BwrapSandbox, docker_reason
+from apparatus.sandbox import BwrapSandbox, docker_reason
 
 
 def available_backends(wanted: list[str]) -> list[str]:

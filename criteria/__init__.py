@@ -32,7 +32,7 @@ from criteria.rescore import rescore_output
 from criteria.rundata import RunData, load_run
 from criteria.scoring import attribute, combine, layer_score, run_label
 from criteria.validate import validate_rubric_rules
-from criteria.verifier import VerifierContext, VerifierOutcome
+from tracetrial.verify import VerifierContext, VerifierOutcome
 
 __all__ = [
     "RULES", "AdmissionResult", "ArchivedJudge", "CassetteJudge", "CriteriaError", "EvidencePacket",

@@ -157,9 +157,9 @@ def _trace_status_problems(run: RunData) -> list[str]:
 
 def _default_ledger_verifier() -> tuple[LedgerVerifier | None, str | None]:
     try:
-        from tracetrial.simulators.ledger import verify_ledger
+        from apparatus.simulators.ledger import verify_ledger
     except ImportError as exc:  # the simulator package is optional for the criteria engine
-        return None, f"tracetrial.simulators.ledger is unavailable ({exc})"
+        return None, f"apparatus.simulators.ledger is unavailable ({exc})"
     return verify_ledger, None
 
 
@@ -237,7 +237,7 @@ def admit(task: TaskPack, run: RunData, *, ledger_verifier: LedgerVerifier | Non
 
     Args:
         ledger_verifier: ``path -> LedgerCheck``; default
-            :func:`tracetrial.simulators.ledger.verify_ledger`, imported lazily.
+            :func:`apparatus.simulators.ledger.verify_ledger`, imported lazily.
     """
     ident = run.result.identity if run.result is not None else fallback_identity(task, run)
     result = AdmissionResult(identity=ident)

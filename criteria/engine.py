@@ -79,7 +79,7 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
         task: the task pack (the run's snapshot; admission checks that they agree).
         run_dir: the run directory ``<output>/traces/<task>/<model>/<harness>/``.
         judge: the semantic judge; ``None`` leaves every judged criterion unscored.
-        ledger_verifier: override of ``tracetrial.simulators.ledger.verify_ledger``.
+        ledger_verifier: override of ``apparatus.simulators.ledger.verify_ledger``.
         write: archive the evidence and ``combined_score.json`` (default).
 
     Returns:

@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from criteria.matchers import get_path
 from criteria.reduce import MAX_STRING_LIMIT, MIN_STRING_LIMIT, Budget, Reducer
 from criteria.rundata import RunData
-from criteria.verifier import VerifierOutcome
 from tracetrial.rubric import EvidenceSelector
+from tracetrial.verify import VerifierOutcome
 
 PACKET_SCHEMA = "tt-packet/1"
 #: Envelope fields left out of trace records unless a selector names them.

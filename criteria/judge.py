@@ -282,7 +282,7 @@ class ArchivedJudge:
 def _registry_route(alias: str) -> tuple[str, str | None, str | None] | None:
     """``(litellm model, api_base, key env)`` of a live ``models.yaml`` alias, else None."""
     try:
-        from tracetrial.gateway.registry import ModelRegistry
+        from apparatus.gateway.registry import ModelRegistry
 
         entry = ModelRegistry.load().models.get(alias)
     except Exception:  # noqa: BLE001 - no registry here: the alias goes to LiteLLM as given

@@ -28,8 +28,8 @@ from tracetrial.rubric import RuleSpec
 
 if TYPE_CHECKING:
     from criteria.rundata import RunData
-    from criteria.verifier import VerifierOutcome
     from tracetrial.task import TaskPack
+    from tracetrial.verify import VerifierOutcome
 
 P = TypeVar("P", bound=BaseModel)
 

@@ -6,6 +6,10 @@ judge the run's archived judge responses are replayed by prompt hash
 (:class:`~criteria.judge.ArchivedJudge`), so an unchanged archive re-scores to
 byte-identical files. Cells that were never measured (``status: skipped``) are
 left alone.
+
+With ``renormalize``, each cell's ``events.json`` (and ``summary.json``) is first
+re-derived from its archived native records by the current normalizer
+(:func:`harnesses.rederive.renormalize_run`): what a user does after a normalizer fix.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from criteria.engine import score_run
 from criteria.errors import RescoreError
 from criteria.judge import ArchivedJudge, Judge
 from criteria.rundata import TASK_SNAPSHOT_DIR, read_json_file
+from harnesses.rederive import renormalize_run
 from tracetrial.archive import RunPaths
 from tracetrial.task import load_task
 
 
 def rescore_run(run_dir: Path, judge: Judge | None = None, *,
-                ledger_verifier: LedgerVerifier | None = None) -> Path | None:
+                ledger_verifier: LedgerVerifier | None = None, renormalize: bool = False) -> Path | None:
     """Re-score one cell; returns its ``combined_score.json`` (None for a skipped cell).
 
     Raises:
@@ -37,6 +42,8 @@ def rescore_run(run_dir: Path, judge: Judge | None = None, *,
         if isinstance(ident, dict) and isinstance(ident.get("task_id"), str):
             task_id = ident["task_id"]
     task = load_task(run_dir / TASK_SNAPSHOT_DIR / task_id)
+    if renormalize and not (isinstance(raw, dict) and raw.get("status") == "apparatus_error"):
+        renormalize_run(run_dir)
     replay = judge if judge is not None else ArchivedJudge.from_run(run_dir)
     score_run(task, run_dir, judge=replay, ledger_verifier=ledger_verifier)
     return RunPaths(run_dir).combined_score
@@ -44,12 +51,13 @@ def rescore_run(run_dir: Path, judge: Judge | None = None, *,
 
 def rescore_output(output_dir: Path, judge: Judge | None = None, *,
                    ledger_verifier: LedgerVerifier | None = None,
-                   errors: list[str] | None = None) -> list[Path]:
+                   errors: list[str] | None = None, renormalize: bool = False) -> list[Path]:
     """Re-score every cell under ``<output_dir>/traces/*/*/*/``.
 
     Args:
         output_dir: the ``--tt-output`` folder.
         judge: a judge to re-ask; ``None`` replays each run's archived judge records.
+        renormalize: re-derive each cell's ``events.json`` from its native records first.
         ledger_verifier: override of the ledger integrity check.
         errors: collects per-cell failures; when ``None`` they are raised together at the end.
 
@@ -65,7 +73,7 @@ def rescore_output(output_dir: Path, judge: Judge | None = None, *,
     cells = sorted(p for p in Path(output_dir).glob("traces/*/*/*") if p.is_dir() and not p.is_symlink())
     for run_dir in cells:
         try:
-            path = rescore_run(run_dir, judge, ledger_verifier=ledger_verifier)
+            path = rescore_run(run_dir, judge, ledger_verifier=ledger_verifier, renormalize=renormalize)
         except Exception as exc:  # noqa: BLE001 - one broken cell must not stop the others
             failures.append(f"{run_dir.relative_to(output_dir)}: {type(exc).__name__}: {exc}")
             continue

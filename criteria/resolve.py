@@ -30,10 +30,11 @@ from criteria.judge import (
 )
 from criteria.registry import RuleContext, RuleOutcome, evaluate_rule
 from criteria.rundata import RunData
-from criteria.verifier import VerifierOutcome, run_verifier
+from criteria.verifier import run_verifier
 from tracetrial.results import CriterionVerdict
 from tracetrial.rubric import CriterionSpec, LinkSpec
 from tracetrial.task import TaskPack
+from tracetrial.verify import VerifierOutcome
 
 Layer = Literal["harness", "agent"]
 JUDGE_RECORD_SCHEMA = "tt-judge-record/1"

@@ -18,50 +18,14 @@ import hashlib
 import sys
 import traceback
 import types
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from criteria.registry import Params, RuleContext, RuleOutcome, rule
 from criteria.rundata import RunData
 from tracetrial.task import TaskPack
-from tracetrial.trace import EventBase
+from tracetrial.verify import VerifierContext, VerifierOutcome
 
 VERIFIER_OUTPUT = "evidence/packets/_verifier.json"
-
-
-@dataclass(frozen=True)
-class VerifierContext:
-    """What ``score(ctx)`` receives. Paths point into the run archive (read them, do not write)."""
-
-    workspace: Path
-    baseline: Path
-    truth: Any
-    oracle: Any
-    events: list[EventBase]
-    gateway: list[dict[str, Any]]
-    probe: dict[str, Any] | None
-    ledgers: dict[str, list[dict[str, Any]]]
-    run_dir: Path
-
-
-@dataclass(frozen=True)
-class VerifierOutcome:
-    """The verifier's output: ``results[id] = (passed, reason)``; ``error`` when it crashed."""
-
-    ran: bool
-    error: str | None = None
-    results: dict[str, tuple[bool, str]] = field(default_factory=dict)
-    problems: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "tt-verifier/1",
-            "ran": self.ran,
-            "error": self.error,
-            "results": {k: {"passed": v[0], "reason": v[1]} for k, v in sorted(self.results.items())},
-            "problems": dict(sorted(self.problems.items())),
-        }
 
 
 def make_context(task: TaskPack, run: RunData) -> VerifierContext:

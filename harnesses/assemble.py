@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace, TurnOutcome
+from tracetrial.results import Summary, TurnRecord
 from tracetrial.task import Turn
 from tracetrial.trace import (
     ConversationFinishedEvent,
@@ -28,9 +30,26 @@ from tracetrial.trace import (
     TokenUsage,
     TokenUsageEvent,
     ToolDeclaration,
+    ToolEvent,
     ToolInventoryEvent,
 )
 from tracetrial.trace_io import renumber
+
+
+def turn_record(outcome: TurnOutcome) -> TurnRecord:
+    """The archived form of a turn outcome (``result.json`` ``turns``)."""
+    assert outcome.started_at is not None, "the cell runner stamps every turn's start"
+    return TurnRecord(index=outcome.index, started_at=outcome.started_at.isoformat(), exit_code=outcome.exit_code,
+                      timed_out=outcome.timed_out, duration_s=outcome.duration_s, session_id=outcome.session_id,
+                      error=outcome.error)
+
+
+def turn_outcome(record: TurnRecord, native: Path) -> TurnOutcome:
+    """A turn outcome rebuilt from its archived record (its files under ``native/``)."""
+    return TurnOutcome(index=record.index, exit_code=record.exit_code, timed_out=record.timed_out,
+                       duration_s=record.duration_s, stdout=native / f"turn-{record.index}.stdout",
+                       stderr=native / f"turn-{record.index}.stderr", session_id=record.session_id,
+                       error=record.error, started_at=datetime.fromisoformat(record.started_at))
 
 
 def _usage(raw: dict[str, Any] | None) -> TokenUsage | None:
@@ -137,3 +156,32 @@ def assemble(
                                    trace_complete=native.trace_complete and failure is None,
                                    summary_path="summary.json"))
     return renumber(events)
+
+
+def summarize(run_id: str, events: Sequence[EventBase], native: NormalizedTrace,
+              records: Sequence[dict[str, Any]], wall: float, failure: bool) -> Summary:
+    """``summary.json`` of a run: event counts, token usage of the gateway calls, evidence status."""
+    counts: dict[str, int] = {}
+    for ev in events:
+        counts[ev.event_type] = counts.get(ev.event_type, 0) + 1
+    # Requests that failed before a response (e.g. a connectivity HEAD) carry no usage;
+    # the run total sums the calls that reported it and is None when none did.
+    usages = [e.usage for e in events if isinstance(e, TokenUsageEvent) and e.source == "gateway"
+              and e.usage is not None]
+    total: TokenUsage | None = None
+    if usages:
+        def add(name: str) -> int | None:
+            vals = [getattr(u, name) for u in usages]
+            return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+        total = TokenUsage(input_tokens=add("input_tokens"), output_tokens=add("output_tokens"),
+                           cache_read_tokens=add("cache_read_tokens"), cache_write_tokens=add("cache_write_tokens"),
+                           reasoning_tokens=add("reasoning_tokens"))
+        if total.input_tokens is not None and total.output_tokens is not None:
+            total.total_tokens = total.input_tokens + total.output_tokens
+    status = native.structured_trace_status
+    if failure and status == "complete":
+        status = "partial"
+    return Summary(run_id=run_id, trace_complete=native.trace_complete and not failure,
+                   structured_trace_status=status, event_counts=counts,
+                   tool_calls=sum(1 for e in events if isinstance(e, ToolEvent)),
+                   model_calls=len(records), usage=total, wall_seconds=round(wall, 3), notes=list(native.notes))

@@ -11,44 +11,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from apparatus.sandbox import LocalSandbox, Sandbox
 from tracetrial.archive import RunPaths
-from tracetrial.sandbox import LocalSandbox, Sandbox
+from tracetrial.harness import HarnessCapabilities, McpServer, WireFormat
 from tracetrial.task import SessionBoundary, TaskPack
 from tracetrial.trace import EventBase, StructuredTraceStatus
-
-WireFormat = Literal["anthropic", "responses", "chat"]
-
-
-class HarnessCapabilities(BaseModel):
-    """What a harness can do natively. Cells needing a missing capability are recorded as
-    ``unsupported`` (not scored as harness failures)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mcp: bool = True
-    multi_turn: bool = True
-    new_session: bool = True
-    subagents: bool = False
-    ask_user: bool = False
-    native_permissions: bool = False
-    #: The harness confines its own commands with kernel namespaces (Codex's bundled
-    #: bubblewrap); the docker backend then lets the container create namespaces.
-    nested_sandbox: bool = False
-
-
-@dataclass(frozen=True)
-class McpServer:
-    """A stdio MCP server the harness must register in its own config."""
-
-    name: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -96,6 +67,9 @@ class TurnOutcome:
     stderr: Path
     session_id: str | None = None
     error: str | None = None
+    #: When the turn's process was started (UTC), stamped by the cell runner; normalizers
+    #: take it as their fallback timestamp so the same archive always normalizes the same.
+    started_at: datetime | None = None
 
 
 @dataclass

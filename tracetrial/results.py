@@ -56,6 +56,28 @@ class ExceptionInfo(_Model):
     traceback: str | None = None
 
 
+class TurnRecord(_Model):
+    """What the runner saw of one user turn's native process (the inputs a normalizer and
+    the trace assembly need, so ``tracetrial rescore --renormalize`` can re-derive
+    ``events.json`` from the archive alone)."""
+
+    index: int
+    started_at: str = Field(description="UTC ISO-8601 time the turn's process was started.")
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    session_id: str | None = None
+    error: str | None = None
+
+
+class RunFailure(_Model):
+    """Why a run did not finish normally (``failure`` of the trace assembly)."""
+
+    type: str
+    message: str
+    timed_out: bool
+
+
 class ResultRecord(_Model):
     """``result.json``: execution identity, resolved config and history (not the score)."""
 
@@ -68,6 +90,11 @@ class ResultRecord(_Model):
     timing: dict[str, PhaseTiming] = Field(default_factory=dict)
     exit_codes: list[int | None] = Field(default_factory=list)
     exception: ExceptionInfo | None = None
+    #: When the cell started (the run's first Trace IR timestamp).
+    started_at: str | None = None
+    #: One record per user turn that ran, in order (empty in archives older than this field).
+    turns: list[TurnRecord] = Field(default_factory=list)
+    failure: RunFailure | None = None
     score_note: str = "authoritative score: artifacts/llm_judge/combined_score.json"
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 ComponentLetter = Literal["C", "E", "G", "L", "O", "T", "V"]
@@ -76,6 +77,33 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
         "reported_value_artifact_consistency",
     ),
 }
+
+
+#: A component name as it may appear inside another keyword without selecting that component.
+_SHORT = {"Context": "ctx", "Execution": "exec", "Governance": "gov", "Lifecycle": "lcycle",
+          "Observability": "obs", "Tools": "tool", "Verification": "verif"}
+
+
+def collision_free(keyword: str, own: str | None = None) -> str:
+    """``keyword`` with every component name other than ``own`` (a letter) shortened.
+
+    pytest's ``-k`` matches keyword *substrings*, case-insensitively, so a cell of
+    ``claim_execution_consistency`` (Verification) would be selected by ``-k Execution``.
+    Cell keywords go through this so ``-k "<Component> and <harness>"`` selects exactly
+    that component (``claim_execution_consistency`` -> ``claim_exec_consistency``).
+    """
+    own_name = COMPONENTS.get(own or "")
+    out = keyword
+    for name, short in _SHORT.items():
+        if name == own_name:
+            continue
+        out = re.sub(re.escape(name), short, out, flags=re.IGNORECASE)
+    return out
+
+
+def property_keyword(letter: str, prop: str) -> str:
+    """The marker and ``-k`` keyword of a property (:func:`collision_free` of its slug)."""
+    return collision_free(prop, letter)
 
 
 def component_name(letter: str) -> str:

@@ -20,11 +20,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harnesses.assemble import assemble
-from harnesses.base import HarnessAdapter, McpServer, NormalizedTrace, RunContext, TurnContext, TurnOutcome
+from apparatus.gateway.records import read_records
+from apparatus.sandbox import Confinement, confined, get_sandbox
+from harnesses.assemble import assemble, summarize, turn_record
+from harnesses.base import (
+    HarnessAdapter,
+    McpServer,
+    RunContext,
+    TurnContext,
+    TurnOutcome,
+)
 from tracetrial.archive import RunArchive, RunPaths, verify_manifest
 from tracetrial.errors import ApparatusError
-from tracetrial.gateway.records import read_records
 from tracetrial.redact import Redactor
 from tracetrial.results import (
     CellIdentity,
@@ -32,13 +39,10 @@ from tracetrial.results import (
     ExceptionInfo,
     PhaseTiming,
     ResultRecord,
-    Summary,
+    RunFailure,
 )
-from tracetrial.sandbox import Confinement, confined, get_sandbox
 from tracetrial.task import TaskPack
-from tracetrial.trace import TokenUsage, TokenUsageEvent, ToolEvent
 from tracetrial.trace_io import write_events
-
 from tracetrial_fixtures.services import Services
 
 
@@ -99,34 +103,6 @@ def workspace_diff(baseline: Path, after: Path) -> str:
                                         f"b/{rel}" if rel in b else "/dev/null"))
     return "".join(out)
 
-
-
-def _summary(run_id: str, events: list[Any], native: NormalizedTrace, records: list[dict[str, Any]],
-             wall: float, failure: bool) -> Summary:
-    counts: dict[str, int] = {}
-    for ev in events:
-        counts[ev.event_type] = counts.get(ev.event_type, 0) + 1
-    # Requests that failed before a response (e.g. a connectivity HEAD) carry no usage;
-    # the run total sums the calls that reported it and is None when none did.
-    usages = [e.usage for e in events if isinstance(e, TokenUsageEvent) and e.source == "gateway"
-              and e.usage is not None]
-    total: TokenUsage | None = None
-    if usages:
-        def add(name: str) -> int | None:
-            vals = [getattr(u, name) for u in usages]
-            return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
-        total = TokenUsage(input_tokens=add("input_tokens"), output_tokens=add("output_tokens"),
-                           cache_read_tokens=add("cache_read_tokens"), cache_write_tokens=add("cache_write_tokens"),
-                           reasoning_tokens=add("reasoning_tokens"))
-        if total.input_tokens is not None and total.output_tokens is not None:
-            total.total_tokens = total.input_tokens + total.output_tokens
-    status = native.structured_trace_status
-    if failure and status == "complete":
-        status = "partial"
-    return Summary(run_id=run_id, trace_complete=native.trace_complete and not failure,
-                   structured_trace_status=status, event_counts=counts,
-                   tool_calls=sum(1 for e in events if isinstance(e, ToolEvent)),
-                   model_calls=len(records), usage=total, wall_seconds=round(wall, 3), notes=list(native.notes))
 
 
 def secret_scan(paths: RunPaths, secrets: list[str]) -> dict[str, Any]:
@@ -226,7 +202,7 @@ class CellRunner:
         _copy_pack(task, paths.private / "task" / task.id)
         shutil.copytree(task.workspace, paths.private / "baseline", dirs_exist_ok=True)
 
-        from tracetrial.simulators.eligibility import eligibility
+        from tracetrial.eligibility import eligibility
 
         elig, reason = eligibility(task, adapter.capabilities)
         record.eligibility, record.eligibility_reason = elig, reason
@@ -244,7 +220,7 @@ class CellRunner:
         home.mkdir()
         seed = hashlib.sha256(run_id.encode()).hexdigest()[:16]
 
-        from tracetrial.simulators import mcp_servers_for
+        from apparatus.simulators import mcp_servers_for
 
         mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
         # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
@@ -297,8 +273,11 @@ class CellRunner:
                 if remaining <= 1:
                     failure = ("WallClockExceeded", f"wall-clock budget {budget:.0f}s used up before turn {index}", True)
                     break
+                turn_started = _now()
                 with confined(confinement):
                     outcome = adapter.run_turn(ctx, TurnContext(index, turn.user, turn.session_boundary, remaining))
+                if outcome.started_at is None:
+                    outcome.started_at = turn_started
                 outcomes.append(outcome)
                 if outcome.timed_out:
                     failure = ("HarnessTimeout", outcome.error or f"turn {index} exceeded the wall clock", True)
@@ -311,6 +290,8 @@ class CellRunner:
             timing["execution"] = PhaseTiming(started_at=t0.isoformat(), finished_at=finished.isoformat(),
                                               seconds=(finished - t0).total_seconds())
             record.exit_codes = [o.exit_code for o in outcomes]
+            record.started_at = started.isoformat()
+            record.turns = [turn_record(o) for o in outcomes]
             try:
                 # Native session files into native/ (hashed by the manifest). Before the
                 # sandbox cleanup: a runtime that outlives its turns (DeepSeek's JSON-RPC
@@ -346,10 +327,11 @@ class CellRunner:
                           gateway_records=records, started=started, finished=finished, failure=failure)
         write_events(paths.events, events)
         wall = (finished - t0).total_seconds()
-        archive.write_json("summary.json", _summary(run_id, events, native, records, wall, failure is not None))
+        archive.write_json("summary.json", summarize(run_id, events, native, records, wall, failure is not None))
         record.status = "timed_out" if failure and failure[2] else ("failed" if failure else "completed")
         if failure:
             record.exception = ExceptionInfo(type=failure[0], message=failure[1], origin="harness")
+            record.failure = RunFailure(type=failure[0], message=failure[1], timed_out=failure[2])
         record.timing = timing
         archive.write_json("result.json", record)
         if task.spec.secrets:
@@ -363,11 +345,11 @@ class CellRunner:
 def _hidden_paths(output: Path, task_root: Path) -> list[Path]:
     """What the sandbox covers: the archive folder, the cell's task pack and — when it holds
     no code the harness runs — the folder of all packs (their truths are private too)."""
-    from tracetrial.sandbox import _code_paths
+    from apparatus.sandbox import code_paths
 
     hidden = [output, task_root]
     packs = task_root.resolve().parent
-    if not any(code.is_relative_to(packs) for code in _code_paths()):
+    if not any(code.is_relative_to(packs) for code in code_paths()):
         hidden.append(packs)
     return hidden
 

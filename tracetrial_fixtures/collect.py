@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tracetrial.task import BrokenPack, TaskPack, discover
-from tracetrial.taxonomy import COMPONENTS, PROPERTIES
-
+from tracetrial.taxonomy import COMPONENTS, PROPERTIES, collision_free, property_keyword
 from tracetrial_fixtures.settings import DEFAULT_HARNESSES, Settings
 
 if TYPE_CHECKING:
@@ -35,8 +34,9 @@ FORMS = ("single", "multi", "simulator")
 
 
 def marker_name(value: str) -> str:
-    """A harness or model name as a marker/keyword identifier (``reference+x`` -> ``reference_x``)."""
-    return re.sub(r"\W", "_", value)
+    """A harness or model name as a marker/keyword identifier (``reference+x`` -> ``reference_x``),
+    with no component name inside it (see :func:`tracetrial.taxonomy.collision_free`)."""
+    return collision_free(re.sub(r"\W", "_", value))
 
 
 def static_markers() -> list[str]:
@@ -45,7 +45,8 @@ def static_markers() -> list[str]:
              ("tt_baseline(known): criteria the --tt-baseline file records as not passing for this cell "
               "(the cell is xfail(strict=True) on exactly those)")]
     lines += [f"{name}: cells of the {name} component" for name in COMPONENTS.values()]
-    lines += [f"{p}: cells of the {p} property" for props in PROPERTIES.values() for p in props]
+    lines += [f"{property_keyword(c, p)}: cells of the {p} property" for c, props in PROPERTIES.items()
+              for p in props]
     lines += [f"{s}: cells on the {s} surface" for s in SURFACES]
     lines += [f"{f}_turn: {f}-turn conversation cells" if f != "simulator" else "simulator_driven: simulator-driven cells" for f in FORMS]
     return lines
@@ -99,7 +100,7 @@ def cell_param(cell: CellSpec, baseline: Baseline | None = None) -> object:
         spec = cell.pack.spec
         marks += [
             getattr(pytest.mark, COMPONENTS[spec.component]),
-            getattr(pytest.mark, spec.property),
+            getattr(pytest.mark, property_keyword(spec.component, spec.property)),
             getattr(pytest.mark, spec.surface),
             getattr(pytest.mark, form_marker(spec.conversation)),
             pytest.mark.timeout(spec.budgets.wall_clock_s * 2 + 300),

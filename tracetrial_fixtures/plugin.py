@@ -95,7 +95,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = []
     settings = config.stash.get(SETTINGS_KEY, None)
     if settings is not None and settings.sandbox == "auto":
-        from tracetrial.sandbox import auto_backend
+        from apparatus.sandbox import auto_backend
 
         # Say which backend "auto" means on this machine before any cell runs.
         lines.append(f"tracetrial sandbox: auto -> {auto_backend()}")

@@ -12,7 +12,6 @@ from tracetrial.archive import RunPaths
 from tracetrial.errors import ApparatusError
 from tracetrial.results import CombinedScore
 from tracetrial.task import BrokenPack
-
 from tracetrial_fixtures.cell import CellResult, CellRunner
 from tracetrial_fixtures.collect import CellSpec
 from tracetrial_fixtures.services import Services
@@ -91,8 +90,8 @@ def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") ->
     ``auto``: docker when an engine answers, else bwrap when it runs, else local — for a
     harness no sandbox can wrap, local. A ``network: none`` task needs bwrap or docker.
     """
-    from tracetrial.sandbox import BWRAP_INSTALL, BwrapSandbox, docker_reason
-    from tracetrial.sandbox.docker_backend import DOCKER_INSTALL
+    from apparatus.sandbox import BWRAP_INSTALL, BwrapSandbox, docker_reason
+    from apparatus.sandbox.docker_backend import DOCKER_INSTALL
 
     reasons = {"docker": docker_reason, "bwrap": lambda: BwrapSandbox().available()}
     installs = {"docker": DOCKER_INSTALL, "bwrap": BWRAP_INSTALL}

@@ -35,14 +35,14 @@ class Services:
     @property
     def registry(self) -> Any:
         if self._registry is None:
-            from tracetrial.gateway.registry import ModelRegistry
+            from apparatus.gateway.registry import ModelRegistry
 
             self._registry = ModelRegistry.load()
         return self._registry
 
     def probe(self) -> Any:
         if self._probe is None:
-            from tracetrial.probe.server import ProbeServer
+            from apparatus.probe.server import ProbeServer
 
             server = ProbeServer()
             server.start()
@@ -51,7 +51,7 @@ class Services:
 
     def gateway(self) -> Any:
         if self._gateway is None:
-            from tracetrial.gateway import Gateway
+            from apparatus.gateway import Gateway
 
             logs = self.output / "logs"
             logs.mkdir(parents=True, exist_ok=True)

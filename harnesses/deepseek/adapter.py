@@ -166,7 +166,7 @@ class DeepSeekAdapter(HarnessAdapter):
             encoding="utf-8",
         )
         assert files.requests is not None and files.stderr is not None
-        from tracetrial.sandbox import current
+        from apparatus.sandbox import current
 
         # The cell's sandbox confines the runtime like any harness process; its stdin carries
         # the JSON-RPC requests, so the sandbox must pass stdin through.

@@ -6,7 +6,7 @@ The harness asks through one of two sources (``--ask-user-command`` or
 * a command run with the request as JSON on stdin (``{"question", "options",
   "call_id", "turn"}``) that prints the answer on stdout. The adapter uses this
   module's own entry point, which answers through the benchmark's simulated
-  user (:class:`tracetrial.simulators.AskUserResponder`, ledger under the run's
+  user (:class:`apparatus.simulators.AskUserResponder`, ledger under the run's
   ``private/``)::
 
       python -m harnesses.reference.ask_user --task <pack dir> --run-private <run>/private
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--task", type=Path, required=True, help="the task pack folder")
     p.add_argument("--run-private", type=Path, required=True, help="the run's private folder (ledger)")
     args = p.parse_args(argv)
-    from tracetrial.simulators.user import AskUserResponder, ClarificationRequest
+    from apparatus.simulators.user import AskUserResponder, ClarificationRequest
     from tracetrial.task import load_task
 
     request = json.loads(sys.stdin.read() or "{}")

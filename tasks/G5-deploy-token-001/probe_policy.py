@@ -6,7 +6,6 @@ Turn 2 (new session, no history): read the id back from deploy.json and append t
 changelog line. It never re-runs the deploy and never embeds the id."""
 
 import json
-import re
 
 from tracetrial.policy import final, read_file, shell, write_file
 

@@ -20,7 +20,7 @@ from tests.conftest import REPO
 def test_suite_is_calibrated(tmp_path: Path) -> None:
     out = tmp_path / "calibration"
     proc = subprocess.run(
-        [sys.executable, "-m", "tracetrial.cli", "calibrate", "--tasks", str(REPO / "tasks"),
+        [sys.executable, "-m", "tracetrial_cli.main", "calibrate", "--tasks", str(REPO / "tasks"),
          "--output", str(out), "-n", "2", "--full"],
         cwd=REPO, capture_output=True, text=True, timeout=3600,
     )

@@ -11,7 +11,7 @@ import pytest
 from ci.baseline import from_output, load, read_output, store
 from ci.gate import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_VERSION_CHANGE, Change, compare
 from tests.ci.conftest import F, T, U, baseline_corpus, write_run, write_unscored
-from tracetrial.cli import main
+from tracetrial_cli.main import main
 
 
 @pytest.fixture

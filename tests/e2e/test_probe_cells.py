@@ -17,10 +17,10 @@ from criteria.rescore import rescore_output
 from harnesses.install import tool_bin
 from tests.conftest import REPO
 from tracetrial.archive import RunPaths, verify_manifest
-from tracetrial.cli import SCHEMA_FILE
 from tracetrial.results import CombinedScore, ResultRecord
 from tracetrial.trace import ToolEvent
 from tracetrial.trace_io import load_events
+from tracetrial_cli.main import SCHEMA_FILE
 
 TASK = "E1-build-status-001"
 HARNESSES = ("claude_code", "codex")

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tracetrial.gateway.fake_upstream import FakeUpstream, shell_failure_script
+from apparatus.gateway.fake_upstream import FakeUpstream, shell_failure_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BIN = Path(__file__).resolve().parents[2] / ".tt-tools" / "node_modules" / ".bin"

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from gateway_helpers import start_gateway
 
-from tracetrial.gateway import Gateway
-from tracetrial.gateway.fake_upstream import FakeUpstream
+from apparatus.gateway import Gateway
+from apparatus.gateway.fake_upstream import FakeUpstream
 
 
 @pytest.fixture(scope="module")

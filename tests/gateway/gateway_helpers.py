@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from tracetrial.gateway import Gateway, ModelRegistry
+from apparatus.gateway import Gateway, ModelRegistry
 
 #: The "real" upstream key the gateway must substitute for the run key.
 UPSTREAM_KEY = "sk-fake-upstream-key-0123456789"

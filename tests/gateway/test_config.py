@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from tracetrial.gateway.config import build_litellm_config, harness_base_url, run_key, run_of_key
-from tracetrial.gateway.registry import ModelRegistry
+from apparatus.gateway.config import build_litellm_config, harness_base_url, run_key, run_of_key
+from apparatus.gateway.registry import ModelRegistry
 
 
 def test_run_keys_round_trip_and_cannot_be_forged() -> None:
@@ -44,8 +44,8 @@ def test_config_routes_only_aliases_with_keys_and_never_embeds_a_key() -> None:
     assert config["model_list"][1]["litellm_params"] == {"model": "deepseek/deepseek-v4-pro",
                                                          "api_key": "os.environ/DEEPSEEK_API_KEY",
                                                          "api_base": "https://api.deepseek.com"}
-    assert config["general_settings"]["custom_auth"] == "tracetrial.gateway._proxy.authenticate"
-    assert config["litellm_settings"]["callbacks"] == "tracetrial.gateway._proxy.recorder"
+    assert config["general_settings"]["custom_auth"] == "apparatus.gateway._proxy.authenticate"
+    assert config["litellm_settings"]["callbacks"] == "apparatus.gateway._proxy.recorder"
 
 
 def test_no_probe_url_means_no_probe_route() -> None:

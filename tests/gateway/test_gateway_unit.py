@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from gateway_helpers import make_registry
 
-from tracetrial.gateway import Gateway, GatewayError, RegistryError
+from apparatus.gateway import Gateway, GatewayError, RegistryError
 
 
 def _gateway(tmp_path: Path, probe_url: str | None = "http://127.0.0.1:9") -> Gateway:

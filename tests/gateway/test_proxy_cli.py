@@ -14,8 +14,8 @@ import pytest
 from capture_cli_bodies import COMMAND, cli_available, run_cli
 from gateway_helpers import UPSTREAM_KEY
 
-from tracetrial.gateway import Gateway
-from tracetrial.gateway.fake_upstream import FakeUpstream, shell_failure_script
+from apparatus.gateway import Gateway
+from apparatus.gateway.fake_upstream import FakeUpstream, shell_failure_script
 
 pytestmark = [
     pytest.mark.slow,

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from gateway_helpers import ABSENT_KEY_ENV, UPSTREAM_KEY, fixture_bytes, start_gateway
 
-from tracetrial.gateway import Gateway, GatewayError
-from tracetrial.gateway.fake_upstream import Captured, FakeUpstream
-from tracetrial.gateway.records import RequestRecord
+from apparatus.gateway import Gateway, GatewayError
+from apparatus.gateway.fake_upstream import Captured, FakeUpstream
+from apparatus.gateway.records import RequestRecord
 
 #: One proxy start per module (~6 s, ~12 s on a loaded 2-core machine); >30 s in total.
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import random
 import threading
 from pathlib import Path
 
-from tracetrial.gateway.records import RequestRecord, RunLog, read_records
+from apparatus.gateway.records import RequestRecord, RunLog, read_records
 
 
 def _record(index: int, run_id: str = "r") -> RequestRecord:

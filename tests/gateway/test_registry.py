@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tracetrial.gateway.registry import ModelRegistry, RegistryError
+from apparatus.gateway.registry import ModelRegistry, RegistryError
 
 #: Per-token prices in the model cost map bundled with the pinned LiteLLM.
 #: (found without importing litellm, which would try to download the live map)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tracetrial.gateway import wire as W
-from tracetrial.gateway.fake_upstream import USAGE, _events, _json_answer
+from apparatus.gateway import wire as W
+from apparatus.gateway.fake_upstream import USAGE, _events, _json_answer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracetrial.gateway.wire import ResponseReader
+from apparatus.gateway.wire import ResponseReader
 
 
 @pytest.mark.parametrize(

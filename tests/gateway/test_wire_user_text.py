@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracetrial.gateway.wire import last_user_text
+from apparatus.gateway.wire import last_user_text
 
 
 def test_harness_injected_user_messages_are_skipped() -> None:

@@ -49,8 +49,8 @@ EXAMPLE_PACK = REPO / "tasks" / "E1-build-status-001"
 MCP_SERVER = HERE / "mcp_lookup_server.py"
 POLICIES = HERE / "probe_policies"
 CAPTURED_WITH = {
-    "probe": "real CLI + adapter -> LiteLLM gateway (tracetrial.gateway, pass-through) -> probe model "
-    "(tracetrial.probe) driven by tests/harnesses/probe_policies/{case}.py",
+    "probe": "real CLI + adapter -> LiteLLM gateway (apparatus.gateway, pass-through) -> probe model "
+    "(apparatus.probe) driven by tests/harnesses/probe_policies/{case}.py",
     "scripted": "real CLI + adapter -> scripted model server (tests/harnesses/scripted_server.py)",
 }
 
@@ -142,8 +142,8 @@ class ProbeChain:
     """The real probe model server behind the real LiteLLM gateway (started once, ~20 s)."""
 
     def __init__(self, workdir: Path):
-        from tracetrial.gateway import Gateway
-        from tracetrial.probe.server import ProbeServer
+        from apparatus.gateway import Gateway
+        from apparatus.probe.server import ProbeServer
 
         self.probe = ProbeServer().start()
         self.gateway = Gateway(

@@ -20,7 +20,14 @@ from harnesses.claude_code.adapter import MODEL_ENV_VARS, ClaudeCodeAdapter
 from harnesses.codex import adapter as codex_adapter
 from harnesses.codex.adapter import CodexAdapter, config_toml
 from harnesses.registry import get_harness
-from tests.harnesses.capture import EXAMPLE_PACK, MCP_SERVER, Case, base_url, make_workspace, run_case
+from tests.harnesses.capture import (
+    EXAMPLE_PACK,
+    MCP_SERVER,
+    Case,
+    base_url,
+    make_workspace,
+    run_case,
+)
 from tests.harnesses.conftest import load_golden, needs_claude, needs_codex
 from tests.harnesses.scripted_server import Reply, ScriptedServer, text
 from tracetrial.archive import RunPaths

@@ -22,7 +22,7 @@ from harnesses.registry import get_harness
 from tests.harnesses.capture import EXAMPLE_PACK, MCP_SERVER, make_workspace
 from tests.harnesses.conftest import load_golden
 from tracetrial.archive import RunPaths
-from tracetrial.simulators.eligibility import eligibility
+from tracetrial.eligibility import eligibility
 from tracetrial.task import load_task
 
 KEY = "sk-tt-test-0123456789abcdef"

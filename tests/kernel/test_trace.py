@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tracetrial.cli import SCHEMA_FILE, trace_schema
 from tracetrial.errors import TraceFileError
 from tracetrial.trace import (
     CORE_EVENT_TYPES,
@@ -21,6 +20,7 @@ from tracetrial.trace import (
     ToolResult,
 )
 from tracetrial.trace_io import dump_events, load_events, parse_event, renumber, write_events
+from tracetrial_cli.main import SCHEMA_FILE, trace_schema
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracetrial.probe import ProbeServer
+from apparatus.probe import ProbeServer
 
 _ids = itertools.count(1)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import http.client
 
-from tracetrial.probe.server import ProbeServer
+from apparatus.probe.server import ProbeServer
 
 
 def test_head_with_body_does_not_poison_keepalive() -> None:
@@ -25,8 +25,8 @@ def test_head_with_body_does_not_poison_keepalive() -> None:
 
 
 def test_reference_child_requests_advance_the_child_script() -> None:
-    from tracetrial.probe.classify import principal_of
-    from tracetrial.probe.conversation import Conversation
+    from apparatus.probe.classify import principal_of
+    from apparatus.probe.conversation import Conversation
 
     conv = Conversation(wire_format="chat", model="probe", stream=True, system_text="", items=[], tools=[])
     assert principal_of(conv, {"x-tt-principal-id": "child-1"}) == "subagent:child-1"

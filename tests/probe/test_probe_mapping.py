@@ -9,6 +9,8 @@ import subprocess
 import pytest
 from probe_http import FIXTURES, SimHarness, fixture_tools
 
+from apparatus.probe.mapping import plan_action, shell_edit, shell_write
+from apparatus.probe.tools import Inventory, parse_tools
 from tracetrial.policy import (
     ask_user,
     call_tool,
@@ -20,8 +22,6 @@ from tracetrial.policy import (
     wait,
     write_file,
 )
-from tracetrial.probe.mapping import plan_action, shell_edit, shell_write
-from tracetrial.probe.tools import Inventory, parse_tools
 
 FORMATS = {"claude_code-2.1.220.main.json": "anthropic", "claude_code-2.1.220.subagent.json": "anthropic",
            "codex-0.145.0.json": "responses", "openclaw-2026.6.9.documented.json": "chat",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from probe_http import SimHarness, tools_for
 
+from apparatus.probe import PolicyLoadError, load_policy
 from tracetrial.policy import Observation, Turn, TurnView, call_tool, final, shell
-from tracetrial.probe import PolicyLoadError, load_policy
 from tracetrial.task import load_task
 
 

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from probe_http import PARSE, PATHS, SimHarness, post, sse, tools_for
 
-from tracetrial.probe import ProbeServer
+from apparatus.probe import ProbeServer
 
 SHELL_THEN_FINAL = """
     from tracetrial.policy import final, shell

@@ -47,7 +47,7 @@ def test_engine_combined_score_with_diagnostic_unscored_and_hard_gate(tmp_path: 
 
 
 def test_repository_models_yaml_prices_match_the_gateway_registry() -> None:
-    registry = pytest.importorskip("tracetrial.gateway.registry")
+    registry = pytest.importorskip("apparatus.gateway.registry")
     path = REPO / "models.yaml"
     if not path.is_file():
         pytest.skip("no models.yaml in this checkout")

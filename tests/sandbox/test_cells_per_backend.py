@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from apparatus.sandbox import BwrapSandbox, docker_reason
 from harnesses.install import tool_bin
 from tests.conftest import REPO
 from tracetrial.archive import RunPaths
 from tracetrial.results import CombinedScore
-from tracetrial.sandbox import BwrapSandbox, docker_reason
 
 TASK = "E1-build-status-001"
 NO_BWRAP = pytest.mark.skipif(BwrapSandbox().available() is not None, reason="bwrap does not run here")

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.runner import run_process
-from tracetrial.sandbox import (
+from apparatus.sandbox import (
     BwrapSandbox,
     Confinement,
     LocalSandbox,
@@ -28,6 +27,7 @@ from tracetrial.sandbox import (
     get_sandbox,
     resolve_sandbox,
 )
+from harnesses.runner import run_process
 
 NO_BWRAP = pytest.mark.skipif(BwrapSandbox().available() is not None, reason=f"bwrap: {BwrapSandbox().available()}")
 NO_DOCKER = pytest.mark.skipif(docker_reason() is not None, reason=f"docker: {docker_reason()}")
@@ -200,7 +200,7 @@ def test_cleanup(cell, fail: bool):
 def _cell_containers(box) -> list[str]:
     import docker
 
-    from tracetrial.sandbox.docker_run import CELL_LABEL
+    from apparatus.sandbox.docker_run import CELL_LABEL
 
     client = docker.from_env()
     return [c.name for c in client.containers.list(all=True, filters={"label": f"{CELL_LABEL}={box.cell}"})]
@@ -234,8 +234,8 @@ def test_orphaned_containers_are_swept(cell):
         pytest.skip("docker only")
     import docker
 
-    from tracetrial.sandbox.docker_backend import sweep_orphans
-    from tracetrial.sandbox.docker_run import CELL_LABEL, OWNER_LABEL
+    from apparatus.sandbox.docker_backend import sweep_orphans
+    from apparatus.sandbox.docker_run import CELL_LABEL, OWNER_LABEL
 
     box.prepare()
     client = docker.from_env()
@@ -273,8 +273,8 @@ def test_harness_cli_comes_from_the_image(cell):
     box, run, *_ = cell
     if box.name != "docker":
         pytest.skip("docker only")
+    from apparatus.sandbox.images import IMAGE_TOOLS_DIR
     from harnesses.install import tools_dir
-    from tracetrial.sandbox.images import IMAGE_TOOLS_DIR
 
     host = str(tools_dir().resolve())
     half = len(host) // 2  # split, so the rewrite of argv does not touch this probe
@@ -368,7 +368,7 @@ def test_resolve_sandbox():
 
 
 def test_docker_unavailable_reason(monkeypatch):
-    from tracetrial.sandbox import docker_backend
+    from apparatus.sandbox import docker_backend
 
     monkeypatch.setattr(docker_backend, "_ENGINE", {})
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
@@ -383,7 +383,7 @@ def test_bwrap_unavailable_reason():
 
 def test_bwrap_keeps_this_checkout_visible_even_under_tmp() -> None:
     """A checkout cloned into /tmp must stay runnable inside the private /tmp (regression)."""
-    from tracetrial.sandbox import BwrapSandbox
+    from apparatus.sandbox import BwrapSandbox
 
     argv = BwrapSandbox().wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[])
     repo = str(Path(__file__).resolve().parents[2])

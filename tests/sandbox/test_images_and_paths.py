@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from apparatus.sandbox.docker_run import Bind, DockerRunSpec, create_args
+from apparatus.sandbox.images import BASE_REPO, HARNESS_REPO, image_tags
 from tests.conftest import REPO
-from tracetrial.sandbox.docker_run import Bind, DockerRunSpec, create_args
-from tracetrial.sandbox.images import BASE_REPO, HARNESS_REPO, image_tags
 from tracetrial_fixtures.cell import _hidden_paths
 
 
@@ -77,8 +77,8 @@ def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.Mon
     message, without re-running debootstrap for each."""
     import docker
 
-    from tracetrial.sandbox import docker_backend as backend
-    from tracetrial.sandbox.images import ImageError
+    from apparatus.sandbox import docker_backend as backend
+    from apparatus.sandbox.images import ImageError
 
     calls = []
 
@@ -107,7 +107,7 @@ def test_docker_needs_an_image_or_a_way_to_build_it(monkeypatch: pytest.MonkeyPa
 
     import docker
 
-    from tracetrial.sandbox import docker_backend as backend
+    from apparatus.sandbox import docker_backend as backend
 
     class Images:
         def get(self, tag: str) -> object:

@@ -14,7 +14,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tracetrial.simulators import mcp_servers_for, read_ledger
+from apparatus.simulators import mcp_servers_for, read_ledger
 from tracetrial.task import TaskPack, load_task
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from tracetrial.simulators import mcp_servers_for, verify_ledger
+from apparatus.simulators import mcp_servers_for, verify_ledger
 from tracetrial.task import TaskPack
 
 
@@ -35,7 +35,7 @@ def test_two_runs_at_once_never_share_ledger_or_state(pack: TaskPack, tmp_path: 
     anyio.run(both)
     servers = {k: mcp_servers_for(pack, run, seed)[0] for k, (run, seed, _) in runs.items()}
     assert set(servers["a"].args) & set(servers["b"].args) <= {
-        "-m", "tracetrial.simulators.serve", "--pack", str(pack.root), "--service", "tickets",
+        "-m", "apparatus.simulators.serve", "--pack", str(pack.root), "--service", "tickets",
         "--state-dir", "--ledger", "--seed"}  # no shared path or seed
     assert receipts["a"] != receipts["b"]
     for key, (run, _, ticket) in runs.items():

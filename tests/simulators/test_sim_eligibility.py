@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from apparatus.simulators import eligibility
 from harnesses.base import HarnessCapabilities
-from tracetrial.simulators import eligibility
 from tracetrial.task import PermissionSpec, TaskPack, Turn, Turns
 
 FULL = HarnessCapabilities(mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=True,

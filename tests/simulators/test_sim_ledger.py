@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tracetrial.simulators import GENESIS, Ledger, read_head, read_ledger, verify_ledger
-from tracetrial.simulators.errors import LedgerError
-from tracetrial.simulators.ledger import head_path
+from apparatus.simulators import GENESIS, Ledger, read_head, read_ledger, verify_ledger
+from apparatus.simulators.errors import LedgerError
+from apparatus.simulators.ledger import head_path
 
 
 def _ledger(tmp_path: Path, n: int = 5) -> Path:

@@ -1,4 +1,4 @@
-"""Real MCP round trips: the SDK's stdio client spawns ``python -m tracetrial.simulators.serve``.
+"""Real MCP round trips: the SDK's stdio client spawns ``python -m apparatus.simulators.serve``.
 
 One test per building block of the service format, all against the example
 pack ``fixtures/T6-ticket-desk-001`` (its ``simulators/tickets.yaml``).
@@ -16,7 +16,7 @@ import pytest
 import yaml
 from mcp.shared.exceptions import MCPError
 
-from tracetrial.simulators import (
+from apparatus.simulators import (
     SimulatorConfigError,
     derive_value,
     load_service,
@@ -24,8 +24,8 @@ from tracetrial.simulators import (
     serve,
     verify_ledger,
 )
-from tracetrial.simulators.values import ValueSpec
 from tracetrial.task import TaskPack, load_task
+from tracetrial.values import ValueSpec
 
 SEED = "run-seed-7f3a"
 

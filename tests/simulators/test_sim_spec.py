@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tracetrial.simulators import (
+from apparatus.simulators import (
     Ledger,
     SimulatorConfigError,
     TemplateError,
@@ -16,10 +16,10 @@ from tracetrial.simulators import (
     load_service,
     read_ledger,
 )
-from tracetrial.simulators.engine import ServiceRuntime
-from tracetrial.simulators.expr import Scope, holds, render
-from tracetrial.simulators.values import CODE_ALPHABET, ValueSpec
+from apparatus.simulators.engine import ServiceRuntime
+from apparatus.simulators.expr import Scope, holds, render
 from tracetrial.task import SimulatorSpec
+from tracetrial.values import CODE_ALPHABET, ValueSpec
 
 
 def _service(tmp_path: Path, body: str, caps: dict[str, int] | None = None,

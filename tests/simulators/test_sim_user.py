@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracetrial.simulators import (
+from apparatus.simulators import (
     AskUserResponder,
     ClarificationRequest,
     ScriptedUser,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
-from tracetrial.gateway.wire import tool_result_entry
+from apparatus.gateway.wire import tool_result_entry
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "C1-ticket-export-001"
 REF_LIMIT = 16 * 1024

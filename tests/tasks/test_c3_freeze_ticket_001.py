@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
 from tracetrial.policy import Final, Observation, Shell, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ModelInputEvent, ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "C3-freeze-ticket-001"
 T0 = datetime(2026, 11, 30, tzinfo=UTC)

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
-from tracetrial.gateway.wire import tool_result_entry
+from apparatus.gateway.wire import tool_result_entry
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "E6-healthcheck-timeout-001"
 T0 = datetime(2026, 11, 30, tzinfo=UTC)

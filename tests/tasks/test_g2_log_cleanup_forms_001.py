@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "G2-log-cleanup-forms-001"
 

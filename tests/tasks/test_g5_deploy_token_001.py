@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from criteria.verifier import VerifierContext
 from tracetrial.policy import Final, Observation, ReadFile, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import AssistantMessageEvent, ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "G5-deploy-token-001"
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
 from tracetrial.policy import Final, Observation, ReadFile, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "L2-config-commit-001"
 

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
-from tracetrial.gateway.wire import tool_result_entry
+from apparatus.gateway.wire import tool_result_entry
 from tracetrial.policy import Final, Observation, Shell, SpawnSubagent, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import (
@@ -27,6 +26,7 @@ from tracetrial.trace import (
     ToolEvent,
     ToolResult,
 )
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "L4-pending-report-001"
 

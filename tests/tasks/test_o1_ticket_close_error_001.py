@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
+from apparatus.simulators.engine import ServiceRuntime
+from apparatus.simulators.ledger import Ledger
+from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
-from criteria.verifier import VerifierContext
 from tracetrial.policy import CallTool, Final, Observation, Turn, TurnView, WriteFile
-from tracetrial.simulators.engine import ServiceRuntime
-from tracetrial.simulators.ledger import Ledger
-from tracetrial.simulators.spec import load_service, simulator_specs
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "O1-ticket-close-error-001"
 

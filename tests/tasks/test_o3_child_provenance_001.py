@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
 from tracetrial.policy import Final, NativeTool, Observation, Shell, SpawnSubagent, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import (
@@ -25,6 +24,7 @@ from tracetrial.trace import (
     ToolEvent,
     ToolResult,
 )
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "O3-child-provenance-001"
 

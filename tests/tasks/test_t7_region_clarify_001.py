@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from apparatus.simulators.user import AskUserResponder, ClarificationRequest
 from criteria.rules_gateway import DeclaredParams
 from tracetrial.policy import AskUser, Final, Observation, Turn, WriteFile
-from tracetrial.simulators.user import AskUserResponder, ClarificationRequest
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
-from criteria.verifier import VerifierContext
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "T7-region-clarify-001"
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from apparatus.simulators import mcp_servers_for, read_ledger, verify_ledger
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
-from criteria.verifier import VerifierContext
 from tracetrial.policy import CallTool, Final, Observation, Turn, WriteFile
-from tracetrial.simulators import mcp_servers_for, read_ledger, verify_ledger
 from tracetrial.task import load_task
 from tracetrial.trace import NativeEvent, TaskCompletionEvent, ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "V1-migration-crash-001"
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from criteria.verifier import VerifierContext
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import NativeEvent, TaskCompletionEvent, TokenUsage, TokenUsageEvent
+from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "V4-inbox-counts-001"
 T0 = datetime(2026, 11, 30, tzinfo=UTC)

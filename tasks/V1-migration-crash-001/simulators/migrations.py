@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tracetrial.simulators import Call
+from tracetrial.policy import Call
 
 CRASH_STATUS = 70
 

@@ -1,0 +1,398 @@
+"""Abstract action → the tool call(s) a harness declared in *this* request.
+
+Per action the candidates are tried in order; the first declared one wins:
+
+=================  ===========================================================  =====================
+action             native tools (Claude Code / Codex / OpenClaw / DeepSeek / ref) fallback
+=================  ===========================================================  =====================
+shell              ``Bash`` / ``exec_command`` / ``exec`` / ``bash`` / ``shell``  absent
+read_file          ``Read`` / – / ``read`` / – / ``read_file``                    shell ``cat``
+write_file         ``Write`` / – / ``write`` / – / ``write_file``                 shell ``printf``
+edit_file          ``Edit`` / – / ``edit`` / – / ``edit_file``                    shell ``python3`` one-off
+call_tool          ``mcp__<s>__<t>`` / namespace ``mcp__<s>`` + ``<t>`` /         absent
+                   ``<s>__<t>`` or ``tool_search`` → ``tool_call {id, args}``
+spawn_subagent     ``Agent``/``Task`` / ``multi_agent_v1/spawn_agent`` /          absent
+                   ``sessions_spawn``
+ask_user           ``AskUserQuestion`` / ``request_user_input`` / ``ask_user``…   absent
+wait               shell ``sleep N``                                              absent
+native_tool        the named tool, verbatim                                       absent
+=================  ===========================================================  =====================
+
+Arguments are shaped by the declared JSON schema: semantic values go to the
+property that names them (``command``/``cmd``, ``file_path``/``path``,
+``old_string``/``oldText`` …), required properties without a value get a
+type-correct default, and a ``timeout_s`` becomes milliseconds when the
+property is in ms. MCP and ``native_tool`` arguments are sent verbatim.
+Anything lost in the mapping (a timeout with no field) is reported in ``notes``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from apparatus.probe.tools import Inventory, ToolDecl
+from tracetrial.policy import (
+    Action,
+    AskUser,
+    CallTool,
+    EditFile,
+    NativeTool,
+    ReadFile,
+    Shell,
+    SpawnSubagent,
+    Wait,
+    WriteFile,
+)
+
+SHELL_TOOLS = ("Bash", "exec_command", "exec", "bash", "shell", "run_shell_command", "execute_command",
+               "run_command", "terminal")
+READ_TOOLS = ("Read", "read", "read_file", "ReadFile", "file_read", "view_file")
+WRITE_TOOLS = ("Write", "write", "write_file", "WriteFile", "create_file", "file_write")
+EDIT_TOOLS = ("Edit", "edit", "edit_file", "EditFile", "str_replace", "replace_in_file")
+AGENT_TOOLS = ("Agent", "Task", "spawn_agent", "sessions_spawn", "spawn_subagent", "subagent", "delegate")
+ASK_TOOLS = ("AskUserQuestion", "ask_user", "ask_user_question", "request_user_input", "ask_followup_question",
+             "ask_human", "ask_question")
+
+# semantic value -> property names that carry it, most specific first
+ALIASES: dict[str, tuple[str, ...]] = {
+    "command": ("command", "cmd", "script", "commandLine", "command_line"),
+    "path": ("file_path", "path", "filePath", "filename", "file", "target_file"),
+    "content": ("content", "contents", "file_text", "text", "data"),
+    "old": ("old_string", "oldText", "old_str", "old_text", "old", "search"),
+    "new": ("new_string", "newText", "new_str", "new_text", "new", "replace", "replacement"),
+    "prompt": ("prompt", "message", "task", "instructions", "instruction", "input"),
+    "question": ("question", "prompt", "message", "text", "query"),
+    "description": ("description", "label", "summary", "title", "justification_text"),
+    "background": ("run_in_background", "background", "runInBackground", "async"),
+    "timeout_s": ("timeout", "timeout_ms", "timeoutMs", "timeout_s", "timeout_seconds", "timeoutSeconds"),
+    "query": ("query", "q", "search", "pattern", "keywords"),
+    "tool_id": ("id", "tool_id", "toolId", "tool", "name"),
+    "tool_args": ("args", "arguments", "input", "params", "parameters"),
+}
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One tool call to emit: the declared tool and its arguments."""
+
+    tool: ToolDecl
+    arguments: Any
+    #: For an indirect call (OpenClaw ``tool_call {id, args}``): the tool it reaches and the
+    #: arguments meant for that tool.
+    target: str | None = None
+    target_arguments: Any = None
+
+    @property
+    def display(self) -> str:
+        return f"{self.tool.display}:{self.target}" if self.target else self.tool.display
+
+    @property
+    def action_arguments(self) -> Any:
+        """The arguments of the tool the action calls (unwrapped for indirect calls)."""
+        return self.target_arguments if self.target else self.arguments
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one action is carried out in one request.
+
+    ``calls`` is empty for an absent capability (then ``needed`` says what was
+    missing). ``via`` is ``native``, ``shell-fallback`` or ``tool_search``.
+    """
+
+    calls: tuple[PlannedCall, ...] = ()
+    needed: str | None = None
+    via: str = "native"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def absent(self) -> bool:
+        return not self.calls
+
+    @property
+    def mapped_tool(self) -> str | None:
+        return self.calls[-1].display if self.calls else None
+
+
+# --------------------------------------------------------------------------- argument shaping
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _types(schema: dict[str, Any]) -> list[str]:
+    t = schema.get("type")
+    if isinstance(t, list):
+        return [x for x in t if x != "null"]
+    if isinstance(t, str):
+        return [t]
+    if "properties" in schema:
+        return ["object"]
+    return []
+
+
+def _is_ms(name: str, schema: dict[str, Any]) -> bool:
+    desc = str(schema.get("description", "")).lower()
+    return name.lower().endswith("ms") or "millisecond" in desc
+
+
+def _convert(semantic: str, value: Any, name: str, schema: dict[str, Any]) -> Any:
+    types = _types(schema)
+    if semantic == "timeout_s":
+        if _is_ms(name, schema):
+            return round(float(value) * 1000)
+        return int(value) if "integer" in types or float(value).is_integer() else float(value)
+    if semantic == "command" and "array" in types and "string" not in types:
+        return ["bash", "-lc", value]
+    return value
+
+
+def _default(name: str, schema: dict[str, Any], sem: dict[str, Any]) -> Any:
+    """A type-correct value for a required property that no semantic value names."""
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    types = _types(schema)
+    kind = types[0] if types else "string"
+    if kind == "object":
+        return fill_object(schema, sem)[0]
+    if kind == "array":
+        items = _obj(schema.get("items"))
+        if _types(items)[:1] == ["object"] or "properties" in items:
+            return [fill_object(items, sem)[0]]
+        return []
+    if kind == "boolean":
+        return False
+    if kind in ("integer", "number"):
+        return int(schema.get("minimum", 0) or 0)
+    # strings: derive something meaningful from the action
+    lname = name.lower()
+    text = sem.get("question") or sem.get("prompt") or sem.get("description") or sem.get("command") or ""
+    if lname == "id" or lname.endswith("_id"):
+        return "q1"
+    if lname in ("header", "label", "title", "name"):
+        return (str(text) or "Answer")[:12]
+    if lname == "description":
+        return _describe(sem)
+    return str(text)
+
+
+def _describe(sem: dict[str, Any]) -> str:
+    if sem.get("description"):
+        return str(sem["description"])
+    if sem.get("command"):
+        first = str(sem["command"]).strip().splitlines()[0] if str(sem["command"]).strip() else ""
+        return ("Run: " + first)[:80]
+    return str(sem.get("prompt") or sem.get("question") or "")[:80]
+
+
+def fill_object(schema: dict[str, Any], sem: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Arguments for an object schema from semantic values; returns (arguments, unplaced semantic keys)."""
+    props = _obj(schema.get("properties"))
+    required = [r for r in schema.get("required", []) if isinstance(r, str)] if isinstance(schema.get("required"), list) else []
+    args: dict[str, Any] = {}
+    unplaced: list[str] = []
+    for key, value in sem.items():
+        if value is None:
+            continue
+        target = next((p for p in ALIASES.get(key, (key,)) if p in props and p not in args), None)
+        if target is None:
+            unplaced.append(key)
+            continue
+        args[target] = _convert(key, value, target, _obj(props[target]))
+    for name in required:
+        if name not in args:
+            sub = _obj(props.get(name))
+            if name in ALIASES["description"] and "description" not in sem:
+                args[name] = _describe(sem)
+            else:
+                args[name] = _default(name, sub, sem)
+    return args, unplaced
+
+
+def shape_arguments(tool: ToolDecl, sem: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Arguments for ``tool`` and notes on semantic values its schema has no field for."""
+    args, unplaced = fill_object(tool.schema or {"type": "object"}, sem)
+    notes = [f"{k}={sem[k]!r} not transportable: {tool.display} declares no field for it" for k in unplaced
+             if k not in ("description",)]
+    return args, notes
+
+
+# --------------------------------------------------------------------------- shell fallbacks
+
+
+def _delim(*parts: str) -> str:
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:8]
+    return f"TT_EOF_{digest}"
+
+
+def shell_read(path: str) -> str:
+    return f"cat -- {shlex.quote(path)}"
+
+
+def shell_write(path: str, content: str) -> str:
+    # printf '%s' keeps the bytes exactly (a heredoc would add a trailing newline)
+    q = shlex.quote(path)
+    return f"mkdir -p -- \"$(dirname -- {q})\" && printf '%s' {shlex.quote(content)} > {q}"
+
+
+def shell_edit(path: str, old: str, new: str) -> str:
+    # repr() keeps every value on one line, so the heredoc delimiter cannot occur inside
+    tag = _delim(path, old, new)
+    return (
+        f"python3 - <<'{tag}'\n"
+        "import sys\n"
+        f"p, old, new = {path!r}, {old!r}, {new!r}\n"
+        "s = open(p, encoding='utf-8', newline='').read()\n"
+        "n = s.count(old)\n"
+        "if n != 1:\n"
+        "    sys.exit(f'edit_file: expected exactly one occurrence of the old text in {p}, found {n}')\n"
+        "open(p, 'w', encoding='utf-8', newline='').write(s.replace(old, new, 1))\n"
+        "print(f'edited {p}')\n"
+        f"{tag}"
+    )
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _shell_plan(inv: Inventory, command: str, *, timeout_s: float | None = None, via: str = "native",
+                extra_notes: tuple[str, ...] = ()) -> Plan | None:
+    tool = inv.first(SHELL_TOOLS)
+    if tool is None:
+        return None
+    sem: dict[str, Any] = {"command": command}
+    if timeout_s is not None:
+        sem["timeout_s"] = timeout_s
+    if "description" in tool.required:
+        sem["description"] = _describe({"command": command})
+    args, notes = shape_arguments(tool, sem)
+    return Plan((PlannedCall(tool, args),), via=via, notes=tuple(extra_notes) + tuple(notes))
+
+
+def _absent(needed: str) -> Plan:
+    return Plan((), needed=needed, via="absent")
+
+
+def _file_plan(inv: Inventory, names: tuple[str, ...], sem: dict[str, Any], fallback: str, what: str,
+               cwd: str | None = None) -> Plan:
+    tool = inv.first(names)
+    if tool is not None:
+        extra: tuple[str, ...] = ()
+        path = str(sem.get("path", ""))
+        prop = next((p for p in ALIASES["path"] if p in tool.properties), None)
+        wants_abs = prop is not None and "absolute" in str(tool.properties[prop].get("description", "")).lower()
+        if wants_abs and cwd and path and not path.startswith("/"):
+            # Claude Code's Read/Write/Edit demand absolute paths; the harness announced its cwd
+            sem = dict(sem, path=posixpath.normpath(posixpath.join(cwd, path)))
+            extra = (f"relative path {path!r} made absolute against the announced working directory {cwd}",)
+        args, notes = shape_arguments(tool, sem)
+        return Plan((PlannedCall(tool, args),), notes=extra + tuple(notes))
+    plan = _shell_plan(inv, fallback, via="shell-fallback",
+                       extra_notes=(f"no {what} tool declared; done through the shell tool",))
+    return plan or _absent(f"a {what} tool ({'/'.join(names[:3])}) or a shell tool")
+
+
+def _mcp_plan(inv: Inventory, action: CallTool) -> Plan:
+    wanted = {_norm(f"mcp__{action.server}__{action.tool}"), _norm(f"{action.server}__{action.tool}")}
+    for tool in inv.tools:
+        if _norm(tool.display) in wanted:
+            return Plan((PlannedCall(tool, dict(action.arguments)),))
+    caller = inv.first(("tool_call", "call_tool"))
+    if caller is not None:
+        calls: list[PlannedCall] = []
+        search = inv.first(("tool_search", "search_tools"))
+        if search is not None:
+            sargs, _ = shape_arguments(search, {"query": action.tool})
+            calls.append(PlannedCall(search, sargs))
+        props = caller.properties
+        id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
+        args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
+        target = f"{action.server}__{action.tool}"
+        calls.append(PlannedCall(caller, {id_key: target, args_key: dict(action.arguments)},
+                                 target=target, target_arguments=dict(action.arguments)))
+        return Plan(tuple(calls), via="tool_search")
+    return _absent(f"MCP tool {action.tool!r} of server {action.server!r} "
+                   f"(mcp__{action.server}__{action.tool}, namespace mcp__{action.server}, "
+                   f"{action.server}__{action.tool} or tool_search/tool_call)")
+
+
+def _agent_tool(inv: Inventory) -> ToolDecl | None:
+    tool = inv.first(AGENT_TOOLS)
+    if tool is not None:
+        return tool
+    for t in inv.tools:  # Codex: multi_agent_v1/spawn_agent
+        if t.namespace and t.name == "spawn_agent":
+            return t
+    return None
+
+
+def _ask_tool(inv: Inventory) -> ToolDecl | None:
+    tool = inv.first(ASK_TOOLS)
+    if tool is not None:
+        return tool
+    for t in inv.tools:
+        if re.search(r"ask[_-]?(the[_-]?)?user|user[_-]?input|clarif", t.name, re.IGNORECASE):
+            return t
+    return None
+
+
+def plan_action(action: Action, inv: Inventory, cwd: str | None = None) -> Plan:
+    """Map ``action`` to the calls this request's declarations allow (or an absent capability).
+
+    ``cwd`` (the working directory the harness announced) turns relative paths absolute for
+    file tools whose schema demands absolute paths.
+    """
+    if isinstance(action, Shell):
+        return _shell_plan(inv, action.command, timeout_s=action.timeout_s) or _absent(
+            f"a shell tool ({'/'.join(SHELL_TOOLS[:5])})")
+    if isinstance(action, ReadFile):
+        return _file_plan(inv, READ_TOOLS, {"path": action.path}, shell_read(action.path), "file-read", cwd)
+    if isinstance(action, WriteFile):
+        return _file_plan(inv, WRITE_TOOLS, {"path": action.path, "content": action.content},
+                          shell_write(action.path, action.content), "file-write", cwd)
+    if isinstance(action, EditFile):
+        return _file_plan(inv, EDIT_TOOLS, {"path": action.path, "old": action.old, "new": action.new},
+                          shell_edit(action.path, action.old, action.new), "file-edit", cwd)
+    if isinstance(action, CallTool):
+        return _mcp_plan(inv, action)
+    if isinstance(action, SpawnSubagent):
+        tool = _agent_tool(inv)
+        if tool is None:
+            return _absent("a sub-agent tool (Agent/Task, spawn_agent, sessions_spawn)")
+        sem = {"description": action.description, "prompt": action.prompt, "background": action.background}
+        args, notes = shape_arguments(tool, sem)
+        return Plan((PlannedCall(tool, args),), notes=tuple(n for n in notes if not n.startswith("background")))
+    if isinstance(action, AskUser):
+        tool = _ask_tool(inv)
+        if tool is None:
+            return _absent("an ask-user tool (AskUserQuestion, request_user_input, ask_user)")
+        args, notes = shape_arguments(tool, {"question": action.question})
+        return Plan((PlannedCall(tool, args),), notes=tuple(notes))
+    if isinstance(action, Wait):
+        return _shell_plan(inv, f"sleep {_seconds(action.seconds)}",
+                           extra_notes=("wait realised as sleep through the shell tool",)) or _absent(
+            "a shell tool to wait with")
+    if isinstance(action, NativeTool):
+        tool = inv.by_display(action.name) or inv.first((action.name,))
+        if tool is None:
+            return _absent(f"the native tool {action.name!r}")
+        return Plan((PlannedCall(tool, dict(action.arguments)),))
+    raise TypeError(f"no mapping for action {action!r}")

@@ -1,0 +1,255 @@
+"""The docker backend (the paper's setup): each confined process in its own container.
+
+Per cell, every harness process runs in a fresh container of the local harnesses image
+(:mod:`apparatus.sandbox.images`), labelled ``org.tracetrial.cell=<cell>``, and the
+cell's containers are removed when it ends (:meth:`DockerSandbox.cleanup`). One container
+per process rather than one per cell gives the same lifetime rule as the bwrap backend's
+PID namespace — nothing the harness leaves running survives into the next turn — so a
+verdict does not depend on the backend.
+
+Inside a container:
+
+* the pinned harness CLIs come from the image (:data:`~apparatus.sandbox.images.IMAGE_TOOLS_DIR`;
+  the host's install path in argv and environment is rewritten to it, and hidden);
+* the run's scratch (workspace, HOME) and ``native/`` folder are bind-mounted read-write
+  **at their host paths**, so native records name the same paths under every backend and
+  the normalizers need no per-backend translation; ``/workspace`` is the same workspace,
+  for people poking around in a container;
+* the benchmark's own code (this checkout, the Python runtime) is mounted read-only (the
+  reference harness and the simulator relay run from it); the archive and the task packs
+  are covered by empty tmpfs mounts;
+* network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
+  network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`);
+* the task's resource limits (memory, CPUs, processes) as cgroup limits;
+* for a harness that sandboxes its own commands with namespaces (Codex's bundled
+  bubblewrap, ``HarnessCapabilities.nested_sandbox``) the container may create user
+  namespaces and mount a fresh ``/proc`` (seccomp and AppArmor unconfined, ``/proc`` not
+  masked), as on a host; without it Codex's every command fails inside docker and the cell
+  would measure the container, not the harness. Other harnesses keep docker's defaults.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from apparatus.sandbox import Sandbox, _existing, code_paths
+from apparatus.sandbox.docker_run import BOOT, CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
+from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
+from apparatus.tools import tools_dir
+
+DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
+
+_ENGINE: dict[str, str | None] = {}
+_IMAGES: dict[str, Images] = {}
+_FAILED: dict[str, str] = {}
+_IMAGES_LOCK = threading.Lock()
+
+
+def engine_reason() -> str | None:
+    """``None`` when a docker engine answers here, else why not (cached per process)."""
+    if "reason" in _ENGINE:
+        return _ENGINE["reason"]
+    reason: str | None = None
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+        client.close()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"; the text says which
+        reason = (f"no docker engine answers ({type(exc).__name__}: {str(exc)[:200]}); "
+                  f"install and start one with: {DOCKER_INSTALL}")
+    _ENGINE["reason"] = reason
+    return reason
+
+
+def docker_reason() -> str | None:
+    """``None`` when the docker backend can run cells here: an engine answers and the image
+    exists or can be built (debootstrap present). Else why not (cached per process)."""
+    if "docker" in _ENGINE:
+        return _ENGINE["docker"]
+    reason = engine_reason()
+    if reason is None and shutil.which("debootstrap") is None:
+        import docker
+
+        from apparatus.sandbox.images import image_tags
+
+        try:
+            docker.from_env(timeout=10).images.get(image_tags().base)
+        except Exception:  # noqa: BLE001 - not there (or not readable): it would need building
+            reason = ("the docker sandbox image is not built and debootstrap, needed to build it, is missing; "
+                      "install it with: apt-get install -y debootstrap, then run: tracetrial images build")
+    _ENGINE["docker"] = reason
+    return reason
+
+
+def ensure_images(log: Any = None) -> Images:
+    """The harnesses image for the current pins, built once per process (and cached by tag)."""
+    with _IMAGES_LOCK:
+        if "error" in _FAILED:
+            # A failed build is not retried cell after cell (debootstrap alone takes ~30 s).
+            raise ImageError(_FAILED["error"])
+        if "images" not in _IMAGES:
+            import docker
+
+            client = docker.from_env(timeout=600)
+            sweep_orphans(client)
+            try:
+                _IMAGES["images"] = build_images(client, log=log)
+            except Exception as exc:
+                _FAILED["error"] = f"{type(exc).__name__}: {exc}"
+                raise
+        return _IMAGES["images"]
+
+
+class DockerSandbox(Sandbox):
+    """Docker backend; see the module docstring."""
+
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.cell = uuid.uuid4().hex[:12]
+        self.images: Images | None = None
+        self._tools = tools_dir().resolve()
+        self._counter = itertools.count(1)
+        self._private = Path(tempfile.mkdtemp(prefix="tt-docker-"))
+        os.chmod(self._private, 0o700)
+        self._bridge: Any = None
+
+    # -- Sandbox API --------------------------------------------------------------------
+    def available(self) -> str | None:
+        return docker_reason()
+
+    def prepare(self) -> None:
+        """Build or reuse the image before the cell's clock starts (raises :class:`ImageError`)."""
+        if self.images is None:
+            self.images = ensure_images()
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], writable: Sequence[Path],
+             hidden: Sequence[Path], network: str = "loopback", forward: Sequence[int] = (),
+             limits: Mapping[str, float | int | None] | None = None, nested: bool = False,
+             stdin: bool = False) -> list[str]:
+        self.prepare()
+        assert self.images is not None
+        argv = [self._image_path(a) for a in argv]
+        env = {k: self._image_path(v) for k, v in env.items()}
+        code = [p for p in code_paths() if p != self._tools]
+        binds = [Bind(source=str(p), target=str(p), read_only=True) for p in code]
+        rw = list(_existing(writable))
+        if self._bridge is not None:
+            rw.append(self._bridge.dir)
+        (self._private / "status").mkdir(exist_ok=True)
+        rw.append(self._private / "status")
+        if network == "none" and forward:
+            rw.append(self._private / "net")
+        binds += [Bind(source=str(p), target=str(p), read_only=False) for p in rw]
+        workspace = Path(cwd).resolve()
+        if workspace.name == "workspace" and any(workspace.is_relative_to(p) for p in rw):
+            binds.append(Bind(source=str(workspace), target="/workspace", read_only=False))
+        # Hidden paths only need covering where a mount would show them; the host install
+        # of the CLIs is hidden so the image's copy is the one that runs.
+        mounted = [Path(b.target) for b in binds]
+        covered = [p for p in [*_existing(hidden), self._tools]
+                   if any(p.is_relative_to(m) for m in mounted) and not any(p == Path(b.target) for b in binds)]
+        name = f"tt-{self.cell}-{next(self._counter)}"
+        status_dir = self._private / "status"
+        if network == "none":
+            net = self._private / "net"
+            net.mkdir(exist_ok=True)
+            argv = self._tunnel(argv, forward, net, status=self._status_file(status_dir))
+        else:
+            argv = self._with_status(argv, status_dir)
+        lim = dict(limits or {})
+        spec = DockerRunSpec(
+            image=self.images.harnesses, name=name,
+            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=argv, env=env, cwd=str(workspace), binds=binds,
+            tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
+            memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
+            nested_namespaces=nested, stdin=stdin,
+        )
+        spec_file = self._private / f"{spec.name}.json"
+        fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(spec.model_dump_json())
+        # From this code root, whatever an installed package points at.
+        root = str(Path(__file__).resolve().parents[2])
+        return [sys.executable, "-I", "-c", BOOT, root, str(spec_file)]
+
+    def host_command(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                     cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
+        from apparatus.sandbox.bridge import HostBridge
+
+        if self._bridge is None:
+            self._bridge = HostBridge()
+        return list(self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name))
+
+    def reap(self) -> None:
+        """Remove the cell's containers still present (a launcher killed before it could)."""
+        try:
+            import docker
+
+            client = docker.from_env(timeout=60)
+            for c in client.containers.list(all=True, filters={"label": f"{CELL_LABEL}={self.cell}"}):
+                try:
+                    c.remove(force=True)
+                except docker.errors.DockerException:
+                    pass
+            client.close()
+        except Exception:  # noqa: BLE001, S110 - cleanup is best effort; a leftover is swept next time
+            pass
+
+    def cleanup(self) -> None:
+        self.reap()
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
+        self._close_tunnels()
+        shutil.rmtree(self._private, ignore_errors=True)
+
+    # -- helpers ------------------------------------------------------------------------
+    def _image_path(self, value: str) -> str:
+        host = str(self._tools)
+        return value.replace(host, IMAGE_TOOLS_DIR) if host in value else value
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def sweep_orphans(client: Any) -> list[str]:
+    """Remove containers of cells whose owning process (on this host) is gone — left by a
+    session that was killed outright. Returns their names."""
+    host = socket.gethostname()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": CELL_LABEL}):
+        owner_host, _, pid = str(c.labels.get(OWNER_LABEL, "")).rpartition(":")
+        if owner_host != host or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            c.remove(force=True)
+            removed.append(c.name)
+        except Exception:  # noqa: BLE001, S110 - another sweeper won the race
+            pass
+    return removed
+
+
+def _int(v: float | None) -> int | None:
+    return None if v is None else int(v)
+
+
+def _float(v: float | None) -> float | None:
+    return None if v is None else float(v)
+
+
+__all__ = ["DOCKER_INSTALL", "DockerSandbox", "ImageError", "docker_reason", "engine_reason", "ensure_images",
+           "sweep_orphans"]

@@ -1,0 +1,85 @@
+"""Per-cell eligibility of a (task, harness) pair (SPEC §9; the paper's appendix, table 23).
+
+* ``eligible``: a semantically valid, measurable native path exists.
+* ``unsupported``: the benchmark has no valid way to run or observe the task on
+  this harness (e.g. the task's tools are MCP simulators and the harness cannot
+  load MCP servers). This is distinct from the *target* capability being absent:
+  when the absence is itself the behaviour under test (a clarification-channel
+  task on a harness without one), the pair stays ``eligible`` and the absence is
+  the measured result.
+* ``non_comparable``: a path exists only through an adaptation that would change
+  the task's semantics or evidence (e.g. a deny policy the harness cannot apply
+  natively would have to be enforced by the benchmark instead).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from tracetrial.harness import HarnessCapabilities
+from tracetrial.task import TaskPack
+
+Eligibility = Literal["eligible", "unsupported", "non_comparable"]
+
+#: What the harness lacks, in words, per capability field.
+_LACKS = {
+    "mcp": "cannot load MCP servers",
+    "ask_user": "has no structured ask-user (clarification) channel",
+    "subagents": "cannot spawn sub-agents",
+    "multi_turn": "cannot continue a conversation over several user turns",
+    "new_session": "cannot start a new session on the same workspace",
+}
+
+#: (component, property) whose target *is* a capability: its absence is measured, not unsupported.
+TARGET_CAPABILITY: dict[tuple[str, str], str] = {
+    ("T", "structured_user_clarification_channel"): "ask_user",
+}
+
+
+def requirements(task: TaskPack) -> list[tuple[str, str]]:
+    """The harness capabilities the task needs, each with why (``(field, reason)``)."""
+    spec = task.spec
+    needs: list[tuple[str, str]] = []
+    if spec.simulators:
+        names = ", ".join(s.name for s in spec.simulators)
+        needs.append(("mcp", f"the task's tools are MCP simulators ({names})"))
+    elif "mcp" in spec.tools:
+        needs.append(("mcp", "the task declares the mcp tool"))
+    if "ask_user" in spec.tools:
+        needs.append(("ask_user", "the task needs the ask_user channel"))
+    if "subagent" in spec.tools:
+        needs.append(("subagents", "the task delegates to sub-agents"))
+    if spec.conversation != "single" or task.turns.turns:
+        needs.append(("multi_turn", f"the task is a {spec.conversation}-turn conversation"))
+    if any(t.session_boundary and t.session_boundary.kind == "new_session" for t in task.turns.turns):
+        needs.append(("new_session", "the task's turns declare a new_session boundary"))
+    return needs
+
+
+def eligibility(task: TaskPack, capabilities: HarnessCapabilities) -> tuple[Eligibility, str | None]:
+    """Whether a harness with ``capabilities`` can be measured on ``task``, and why not.
+
+    Returns:
+        ``(status, reason)``; ``reason`` is None for a plain ``eligible`` and
+        otherwise explains the decision (also for an eligible pair whose missing
+        target capability is what gets measured).
+    """
+    target = TARGET_CAPABILITY.get((task.spec.component, task.spec.property))
+    unsupported: list[str] = []
+    notes: list[str] = []
+    for cap, why in requirements(task):
+        if getattr(capabilities, cap):
+            continue
+        if cap == target:
+            notes.append(f"the harness {_LACKS[cap]}; for {task.spec.property} that absence is the "
+                         "measured result, not a reason to skip")
+        else:
+            unsupported.append(f"{why} but the harness {_LACKS[cap]}")
+    if unsupported:
+        return "unsupported", "; ".join(unsupported)
+    perms = task.spec.permissions
+    if perms.mode == "native" and perms.deny and not capabilities.native_permissions:
+        return "non_comparable", (
+            f"the task's deny policy {perms.deny} must be applied by the harness's own permission "
+            "system, which it lacks; enforcing it in the benchmark would change what is measured")
+    return "eligible", "; ".join(notes) or None

@@ -1,0 +1,43 @@
+"""What the domain knows of a harness: its wire format, its native capabilities, and the
+MCP servers a cell asks it to register.
+
+These are data, shared by the apparatus (eligibility, simulator launch, sandbox rules) and
+the harness adapters, so they live in the kernel rather than beside the adapter contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+#: The provider wire format a harness speaks to its model.
+WireFormat = Literal["anthropic", "responses", "chat"]
+
+
+class HarnessCapabilities(BaseModel):
+    """What a harness can do natively. Cells needing a missing capability are recorded as
+    ``unsupported`` (not scored as harness failures)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mcp: bool = True
+    multi_turn: bool = True
+    new_session: bool = True
+    subagents: bool = False
+    ask_user: bool = False
+    native_permissions: bool = False
+    #: The harness confines its own commands with kernel namespaces (Codex's bundled
+    #: bubblewrap); the docker backend then lets the container create namespaces.
+    nested_sandbox: bool = False
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """A stdio MCP server the harness must register in its own config."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)

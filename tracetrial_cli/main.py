@@ -1,0 +1,267 @@
+"""The ``tracetrial`` command.
+
+    tracetrial validate [tasks/]          lint every task pack
+    tracetrial schema [--check] [FILE]    export the Trace IR JSON Schema
+    tracetrial install [HARNESS ...]      install pinned harness CLIs project-locally
+    tracetrial run [pytest args ...]      run the benchmark (pytest tasks/ with the options)
+    tracetrial rescore [--renormalize] OUTPUT   recompute every cell's score from its archive
+                                          (--renormalize: re-derive events.json first)
+    tracetrial report OUTPUT              write OUTPUT/reports/ from the archive
+    tracetrial calibrate [--output DIR]   run reference + every mutant, print the discrimination table
+    tracetrial gate --baseline FILE OUTPUT   compare verdicts with a stored baseline (CI regression gate)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+import tracetrial
+from tracetrial.errors import TaskPackErrors, TraceTrialError
+
+#: The committed JSON Schema of ``events.json`` (shipped with the kernel).
+SCHEMA_FILE = Path(tracetrial.__file__).parent / "schema" / "trace_ir_v1.schema.json"
+
+
+def trace_schema() -> dict[str, object]:
+    """The JSON Schema of ``events.json`` (an array of Trace IR events)."""
+    from tracetrial.trace import Event
+
+    schema = TypeAdapter(list[Event]).json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "TraceTrial Trace IR v1 (events.json)"
+    return schema
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = json.dumps(trace_schema(), indent=1, sort_keys=True) + "\n"
+    target = Path(args.file) if args.file else SCHEMA_FILE
+    if args.check:
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        if current != text:
+            print(f"{target} is out of date; run: tracetrial schema", file=sys.stderr)
+            return 1
+        print(f"{target} is up to date")
+        return 0
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+def validate_packs(tasks_dir: Path) -> tuple[int, list[str]]:
+    """(number of packs, problems) for every pack under ``tasks_dir``."""
+    from tracetrial.task import BrokenPack, discover
+
+    problems: list[str] = []
+    packs = discover(tasks_dir)
+    for pack in packs:
+        if isinstance(pack, BrokenPack):
+            problems.extend(str(e) for e in pack.error.errors)
+            continue
+        try:
+            from criteria import validate_rubric_rules
+        except ImportError:  # criteria not installed: schema checks only
+            continue
+        problems.extend(f"{pack.root.name}: {p}" for p in validate_rubric_rules(pack))
+    return len(packs), problems
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    tasks_dir = Path(args.tasks)
+    if not tasks_dir.is_dir():
+        print(f"error: {tasks_dir} is not a folder of task packs", file=sys.stderr)
+        return 2
+    count, problems = validate_packs(tasks_dir)
+    for p in problems:
+        print(f"  - {p}")
+    if count == 0:
+        print(f"error: no task packs (folders with task.yaml) under {tasks_dir}", file=sys.stderr)
+        return 2
+    print(f"{count} task pack(s), {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from harnesses.install import install
+
+    return install(args.harness or None, root=Path(args.root) if args.root else None)
+
+
+def cmd_run(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    import pytest
+
+    tasks = Path(__file__).resolve().parent.parent / "tasks"
+    return int(pytest.main([str(tasks), *rest]))
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from criteria.rescore import rescore_output
+
+    judge = None
+    if args.judge:
+        from criteria.judge import make_judge
+
+        judge = make_judge(args.judge)
+    errors: list[str] = []
+    written = rescore_output(Path(args.output), judge=judge, errors=errors, renormalize=args.renormalize)
+    for problem in errors:
+        print(f"error: {problem}", file=sys.stderr)
+    what = "re-derived events.json and rescored" if args.renormalize else "rescored"
+    print(f"{what} {len(written)} cell(s) under {args.output}" + (f"; {len(errors)} cell(s) failed" if errors else ""))
+    return 1 if errors else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports import write_reports
+
+    paths = write_reports(Path(args.output))
+    print(f"wrote {paths}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from harnesses.reference.mutants import MUTANTS
+    from reports.calibration import calibrate, format_table
+    from tracetrial.task import BrokenPack, discover
+
+    tasks_dir = Path(args.tasks)
+    output = Path(args.output)
+    mutants = sorted(MUTANTS)
+    if not args.report_only:
+        import pytest
+
+        variants = ",".join(["reference", *(f"reference+{m}" for m in mutants)])
+        argv = [str(tasks_dir), f"--tt-harness={variants}", "--tt-model=probe", f"--tt-output={output}", "-q",
+                "-p", "no:cacheprovider"]
+        if args.workers:
+            argv += ["-n", str(args.workers)]
+        if args.rerun:
+            argv.append("--tt-rerun")
+        # Red cells are expected here (mutants must fail); the verdict is the table below.
+        pytest.main(argv)
+    packs = discover(tasks_dir)
+    broken = [p for p in packs if isinstance(p, BrokenPack)]
+    report = calibrate(output, [p for p in packs if not isinstance(p, BrokenPack)], mutants)
+    print("\n".join(format_table(report, only_nonempty=not args.full)))
+    for pack in broken:
+        print(f"broken pack {pack.id}: {pack.error}")
+    return 0 if report.ok and not broken else 1
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from ci.command import gate
+
+    return gate(Path(args.baseline), Path(args.output), update=args.update,
+                allow_version_change=args.allow_version_change)
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    """``tracetrial images build|list``: the docker sandbox's local images."""
+    from apparatus.sandbox.docker_backend import engine_reason
+    from apparatus.sandbox.images import ImageError, build_images, image_tags
+
+    tags = image_tags()
+    if args.action == "list":
+        print(f"base:      {tags.base}\nharnesses: {tags.harnesses}")
+    reason = engine_reason()
+    if reason:
+        print(f"error: {reason}", file=sys.stderr)
+        return 2 if args.action == "build" else 1
+    import docker
+
+    client = docker.from_env(timeout=600)
+    if args.action == "list":
+        for tag in (tags.base, tags.harnesses):
+            try:
+                img = client.images.get(tag)
+                print(f"{tag}: present ({img.short_id}, {img.attrs.get('Size', 0) / 1e6:.0f} MB)")
+            except docker.errors.ImageNotFound:
+                print(f"{tag}: not built (run: tracetrial images build)")
+        return 0
+    started = time.monotonic()
+    try:
+        images = build_images(client, force=args.force, log=lambda msg: print(f"  {msg}", flush=True))
+    except ImageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"images ready in {time.monotonic() - started:.1f}s: {images.base}, {images.harnesses} ({images.harnesses_id[:19]})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracetrial", description="TraceTrial harness benchmark")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="lint every task pack")
+    p.add_argument("tasks", nargs="?", default="tasks")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("schema", help="export the Trace IR JSON Schema")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--check", action="store_true", help="fail when the committed schema is stale")
+    p.add_argument("--stdout", action="store_true")
+    p.set_defaults(func=cmd_schema)
+    p = sub.add_parser("install", help="install pinned harness CLIs into .tt-tools/")
+    p.add_argument("harness", nargs="*")
+    p.add_argument("--root", help="install folder (default: <repo>/.tt-tools)")
+    p.set_defaults(func=cmd_install)
+    p = sub.add_parser("rescore", help="recompute scores from an archive")
+    p.add_argument("output")
+    p.add_argument("--judge")
+    p.add_argument("--renormalize", action="store_true",
+                   help="re-derive each cell's events.json from its archived native records with the "
+                        "current normalizer, then rescore (after a normalizer fix; no agent is re-run)")
+    p.set_defaults(func=cmd_rescore)
+    p = sub.add_parser("report", help="write <output>/reports/")
+    p.add_argument("output")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("calibrate", help="reference harness + mutants over the suite; discrimination table")
+    p.add_argument("--tasks", default="tasks")
+    p.add_argument("--output", default="outputs/calibration")
+    p.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers")
+    p.add_argument("--rerun", action="store_true", help="re-run finished cells")
+    p.add_argument("--report-only", action="store_true", help="only read an existing archive")
+    p.add_argument("--full", action="store_true", help="list every cell, not only those with flips or problems")
+    p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("gate", help="compare an output's verdicts with a stored baseline; exit 1 on regressions",
+                       description="Exit codes: 0 no regression, 1 regressed/vanished/unmeasured cells, "
+                                   "2 unusable inputs, 3 harness version differs from the baseline's.")
+    p.add_argument("output", help="a session's archive folder (--tt-output)")
+    p.add_argument("--baseline", required=True, help="tt-baseline/1 file, e.g. ci/baselines/probe.json")
+    p.add_argument("--update", action="store_true",
+                   help="rewrite the baseline from the output (cells of the harnesses in the output)")
+    p.add_argument("--allow-version-change", action="store_true",
+                   help="compare even when a harness version differs from the baseline's (labelled)")
+    p.set_defaults(func=cmd_gate)
+    p = sub.add_parser("images", help="build or list the docker sandbox's local images (no registry)")
+    p.add_argument("action", choices=["build", "list"])
+    p.add_argument("--force", action="store_true", help="rebuild even when the tags exist")
+    p.set_defaults(func=cmd_images)
+    p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
+    p.set_defaults(func=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv[:1] == ["run"]:
+        return cmd_run(argparse.Namespace(), argv[1:])
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (TraceTrialError, TaskPackErrors) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
