@@ -163,7 +163,8 @@ def summarize(run_id: str, events: Sequence[EventBase], native: NormalizedTrace,
     """``summary.json`` of a run: event counts, token usage of the gateway calls, evidence status."""
     counts: dict[str, int] = {}
     for ev in events:
-        counts[ev.event_type] = counts.get(ev.event_type, 0) + 1
+        kind = str(getattr(ev, "event_type", type(ev).__name__))
+        counts[kind] = counts.get(kind, 0) + 1
     # Requests that failed before a response (e.g. a connectivity HEAD) carry no usage;
     # the run total sums the calls that reported it and is None when none did.
     usages = [e.usage for e in events if isinstance(e, TokenUsageEvent) and e.source == "gateway"
@@ -172,7 +173,7 @@ def summarize(run_id: str, events: Sequence[EventBase], native: NormalizedTrace,
     if usages:
         def add(name: str) -> int | None:
             vals = [getattr(u, name) for u in usages]
-            return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+            return None if any(v is None for v in vals) else sum(vals)
         total = TokenUsage(input_tokens=add("input_tokens"), output_tokens=add("output_tokens"),
                            cache_read_tokens=add("cache_read_tokens"), cache_write_tokens=add("cache_write_tokens"),
                            reasoning_tokens=add("reasoning_tokens"))

@@ -21,6 +21,9 @@ from tracetrial.harness import HarnessCapabilities, McpServer, WireFormat
 from tracetrial.task import SessionBoundary, TaskPack
 from tracetrial.trace import EventBase, StructuredTraceStatus
 
+__all__ = ["HarnessAdapter", "HarnessCapabilities", "McpServer", "NormalizedTrace", "RunContext", "TurnContext",
+           "TurnOutcome", "WireFormat"]
+
 
 @dataclass
 class RunContext:

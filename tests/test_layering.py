@@ -1,8 +1,9 @@
 """The dependency rule of DESIGN §3 is a contract, not a convention.
 
 * ``lint-imports`` (import-linter, configured in ``pyproject.toml``): the layers
-  kernel <- apparatus <- harnesses <- criteria <- reports <- ci <- plugin | command, no import
-  cycle between the sub-packages of any package, private modules imported only at home.
+  kernel <- apparatus <- harnesses <- criteria <- reports <- ci <- plugin | command, and no
+  import cycle between the sub-packages of any package.
+* A private name (``_x``) is imported only inside its own top-level package.
 * The kernel imports no other package of this repository (checked by its source as well, so
   a lazy import inside a function counts too).
 * Task packs are data plus a little Python that is not a package: their files may import the
@@ -54,6 +55,25 @@ def test_kernel_imports_nothing_above_it() -> None:
            for p in sorted((REPO / "tracetrial").rglob("*.py"))
            for line, name in _imports(p)
            if name.split(".")[0] in OURS and name.split(".")[0] != "tracetrial"]
+    assert bad == []
+
+
+def test_private_names_stay_in_their_package() -> None:
+    bad: list[str] = []
+    for top in OURS[:-2]:
+        for path in sorted((REPO / top).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                    continue
+                home = node.module.split(".")[0]
+                if home == top or home not in OURS:
+                    continue
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                private += [part for part in node.module.split(".") if part.startswith("_") and
+                            not part.startswith("__")]
+                if private:
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno} imports {private} from {node.module}")
     assert bad == []
 
 

@@ -158,8 +158,14 @@ class Manifest(BaseModel):
     skipped_symlinks: list[str] = Field(default_factory=list)
 
 
-def build_manifest(root: Path, run_id: str) -> Manifest:
-    """Hash every regular file under ``root`` (symlinks are listed, never followed)."""
+#: Written by scoring, after the run is sealed: never part of the sealed set.
+SCORING_OUTPUTS = ("artifacts/", "evidence/packets/", "evidence/judge/")
+
+
+def build_manifest(root: Path, run_id: str, *, exclude: tuple[str, ...] = SCORING_OUTPUTS) -> Manifest:
+    """Hash every regular file under ``root`` but the ``exclude`` prefixes (symlinks are
+    listed, never followed). Re-sealing a scored run (``rescore --renormalize``) thus gives
+    the manifest the live run sealed before it was scored."""
     entries: list[ManifestEntry] = []
     links: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -167,7 +173,7 @@ def build_manifest(root: Path, run_id: str) -> Manifest:
         for name in sorted(filenames):
             p = Path(dirpath) / name
             rel = p.relative_to(root).as_posix()
-            if rel == MANIFEST:
+            if rel == MANIFEST or rel.startswith(exclude):
                 continue
             if p.is_symlink():
                 links.append(rel)
@@ -186,7 +192,7 @@ class ManifestCheck:
     problems: list[str]
 
 
-def verify_manifest(root: Path, *, ignore: tuple[str, ...] = ("artifacts/", "evidence/packets/", "evidence/judge/")) -> ManifestCheck:
+def verify_manifest(root: Path, *, ignore: tuple[str, ...] = SCORING_OUTPUTS) -> ManifestCheck:
     """Compare the run directory with its manifest: missing, changed and unlisted files.
 
     Scoring outputs written after sealing (``ignore`` prefixes) are not covered.
@@ -207,7 +213,7 @@ def verify_manifest(root: Path, *, ignore: tuple[str, ...] = ("artifacts/", "evi
             continue
         if p.stat().st_size != entry.size or sha256_file(p) != entry.sha256:
             problems.append(f"{rel}: content changed since the manifest was written (sha256 mismatch)")
-    current = build_manifest(root, manifest.run_id)
+    current = build_manifest(root, manifest.run_id, exclude=())
     for entry in current.files:
         if entry.path not in listed and not entry.path.startswith(ignore):
             problems.append(f"{entry.path}: not covered by the manifest")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,8 @@ def _resolve_sandbox(requested: str, harness: str, network: str = "loopback") ->
     from apparatus.sandbox import BWRAP_INSTALL, BwrapSandbox, docker_reason
     from apparatus.sandbox.docker_backend import DOCKER_INSTALL
 
-    reasons = {"docker": docker_reason, "bwrap": lambda: BwrapSandbox().available()}
+    reasons: dict[str, Callable[[], str | None]] = {"docker": docker_reason,
+                                                    "bwrap": lambda: BwrapSandbox().available()}
     installs = {"docker": DOCKER_INSTALL, "bwrap": BWRAP_INSTALL}
     if requested in reasons:
         reason = reasons[requested]()

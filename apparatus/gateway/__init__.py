@@ -19,8 +19,8 @@ from apparatus.gateway.registry import (
     Price,
     RegistryError,
     RouteInfo,
-    WireFormat,
 )
+from tracetrial.harness import WireFormat
 
 __all__ = [
     "Gateway",

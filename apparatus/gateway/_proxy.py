@@ -70,6 +70,7 @@ from apparatus.gateway.config import (
     run_of_key,
 )
 from apparatus.gateway.records import RUN_ID_RE, RequestRecord, RunLog
+from tracetrial.harness import WireFormat
 
 log = logging.getLogger("apparatus.gateway")
 
@@ -93,7 +94,7 @@ class _Ctx:
     route: str                      # probe | live | translation
     api_path: str
     method: str
-    wire: W.WireFormat | None
+    wire: WireFormat | None
     raw: bytes | None
     t0: float = field(default_factory=time.perf_counter)
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
@@ -143,7 +144,7 @@ def _scrub_auth(request: Request) -> None:
         delattr(request.state, "_cached_headers")
 
 
-def _classify(request: Request) -> tuple[str, str, str, W.WireFormat | None]:
+def _classify(request: Request) -> tuple[str, str, str, WireFormat | None]:
     """``(route, run_id, api_path, wire)`` or raise an HTTP error."""
     path = request.url.path
     query = f"?{request.url.query}" if request.url.query else ""

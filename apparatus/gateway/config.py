@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from apparatus.gateway.registry import ModelRegistry, WireFormat
+from apparatus.gateway.registry import ModelRegistry
+from tracetrial.harness import WireFormat
 
 PROBE_PREFIX = "/tt/probe"
 LIVE_PREFIX = "/tt/live"

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from apparatus.gateway.wire import WireFormat, wire_format_for_path
+from apparatus.gateway.wire import wire_format_for_path
+from tracetrial.harness import WireFormat
 
 Script = Callable[[int, WireFormat, dict[str, Any]], "list[bytes] | None"]
 

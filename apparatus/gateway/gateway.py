@@ -45,8 +45,9 @@ from apparatus.gateway.config import (
     run_key,
 )
 from apparatus.gateway.records import REQUESTS_FILE, RUN_ID_RE, read_records
-from apparatus.gateway.registry import ModelRegistry, WireFormat
+from apparatus.gateway.registry import ModelRegistry
 from tracetrial.errors import ApparatusError
+from tracetrial.harness import WireFormat
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,7 +26,6 @@ from apparatus.probe.classify import classify, principal_of
 from apparatus.probe.conversation import (
     Conversation,
     Item,
-    WireFormat,
     is_harness_user_text,
     norm_id,
     parse,
@@ -52,6 +51,7 @@ from apparatus.probe.wire import (
     render_error,
     render_responses,
 )
+from tracetrial.harness import WireFormat
 from tracetrial.policy import Action, Final, Observation, Turn, TurnView
 
 APPARATUS = "TraceTrial probe apparatus error"

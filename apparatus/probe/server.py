@@ -37,11 +37,11 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
-from apparatus.probe.conversation import WireFormat
 from apparatus.probe.engine import Run
 from apparatus.probe.loader import PolicyLoadError, PolicyModule, load_policy
 from apparatus.probe.report import ProbeOptions, ProbeRunReport
 from apparatus.probe.wire import Rendered, render_error
+from tracetrial.harness import WireFormat
 from tracetrial.task import TaskPack
 
 _ROUTES: list[tuple[re.Pattern[str], WireFormat | None]] = [

@@ -303,7 +303,7 @@ class OpenClawAdapter(HarnessAdapter):
 
 
 def _compile_cache_dir() -> Path:
-    from harnesses.install import tools_dir
+    from apparatus.tools import tools_dir
 
     return tools_dir() / "node-compile-cache"
 
