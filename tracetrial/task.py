@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tracetrial.errors import TaskPackError, TaskPackErrors
 from tracetrial.rubric import Rubric
-from tracetrial.taxonomy import COMPONENTS, PROPERTIES
+from tracetrial.taxonomy import COMPONENTS, PROPERTIES, collision_free
 
 TASK_ID_RE = re.compile(r"^(?P<comp>[CEGLOTV])(?P<num>\d+)-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<serial>\d{3})$")
 
@@ -342,6 +342,11 @@ def load_task(root: Path) -> TaskPack:
             elif number is not None and int(match["num"]) != number:
                 errors.append(TaskPackError(rel("task.yaml"), f"id says property {match['num']} but {spec.property!r} is property {number}",
                                             field="property", fix=f"use {spec.component}{number}- in the id"))
+            if collision_free(spec.id, spec.component) != spec.id:
+                # pytest's -k matches substrings: "-k Execution" would select this cell too.
+                errors.append(TaskPackError(rel("task.yaml"), f"id {spec.id!r} contains another component's name, so "
+                                            "`-k <that component>` would select its cells", field="id",
+                                            fix=f"use a slug without it, e.g. {collision_free(spec.id, spec.component)!r}"))
 
     prompt_path = root / "prompt.md"
     prompt = ""

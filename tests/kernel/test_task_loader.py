@@ -51,6 +51,15 @@ def test_id_must_match_folder(example_pack: Path) -> None:
     assert "field 'id'" in msg and "does not match the folder name 'E1-build-status-001'" in msg
 
 
+def test_id_naming_another_component_is_refused(example_pack: Path) -> None:
+    """``-k Governance`` would select an Execution cell whose id says "governance"."""
+    renamed = example_pack.parent / "E1-governance-check-001"
+    example_pack.rename(renamed)
+    edit_yaml(renamed / "task.yaml", id="E1-governance-check-001")
+    msg = errors_of(renamed)
+    assert "contains another component's name" in msg and "'E1-gov-check-001'" in msg
+
+
 def test_property_outside_component(example_pack: Path) -> None:
     edit_yaml(example_pack / "task.yaml", property="tool_error_relay")
     msg = errors_of(example_pack)
