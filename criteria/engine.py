@@ -25,17 +25,14 @@ from criteria.rundata import load_run, read_json_file
 from criteria.scoring import combine, write_combined
 from criteria.verifier import VERIFIER_OUTPUT
 from tracetrial.archive import RunPaths
+from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
 from tracetrial.results import CombinedScore
 from tracetrial.task import TaskPack
 
 
 def _write_json(path: Path, data: Any, redactor: Redactor) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(redactor.value(data), indent=1, ensure_ascii=False, sort_keys=True) + "\n",
-                   encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(redactor.value(data), indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 def _sealed(root: Path) -> set[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from criteria.registry import RuleOutcome
+from tracetrial.files import atomic_write_text
 from tracetrial.results import (
     AdmissionDecision,
     Attribution,
@@ -119,8 +120,5 @@ def combined_json(score: CombinedScore) -> str:
 
 def write_combined(path: Path, score: CombinedScore) -> Path:
     """Write ``combined_score.json`` atomically (byte-identical for identical scores)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(combined_json(score), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, combined_json(score))
     return path

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from tracetrial.model import StrictModel
 
 #: How a cell entered (or did not enter) the measured population.
 CellStatus = Literal["measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored"]
@@ -18,11 +20,7 @@ CELL_STATUSES: tuple[CellStatus, ...] = (
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Share(_Model):
+class Share(StrictModel):
     """``count`` of ``of`` runs, and ``pct = 100·count/of`` (``None`` when ``of == 0``)."""
 
     count: int
@@ -30,7 +28,7 @@ class Share(_Model):
     pct: float | None
 
 
-class CellCounts(_Model):
+class CellCounts(StrictModel):
     """Cells of a group by status; each cell is counted exactly once."""
 
     total: int = 0
@@ -41,7 +39,7 @@ class CellCounts(_Model):
     not_scored: int = 0
 
 
-class States(_Model):
+class States(StrictModel):
     """The four exclusive states from the not-passed sets of both layers (SPEC §5).
 
     A harness criterion is "not passed" when it is in the raw ``F_H`` or is
@@ -55,7 +53,7 @@ class States(_Model):
     joint_failure: Share
 
 
-class LinkRate(_Model):
+class LinkRate(StrictModel):
     """``J`` runs failing in both layers; ``L ⊆ J`` with ≥1 stored (activated) link."""
 
     joint_failures: int
@@ -63,7 +61,7 @@ class LinkRate(_Model):
     pct: float | None = Field(description="100·L/J; None when J = 0.")
 
 
-class LinkActivation(_Model):
+class LinkActivation(StrictModel):
     """Link activation per primary dimension (component letter) and pooled.
 
     ``pooled`` is ``100·ΣL_d / ΣJ_d``, *not* the unweighted mean of the per-dimension rates.
@@ -73,7 +71,7 @@ class LinkActivation(_Model):
     pooled: LinkRate
 
 
-class AttributionTotals(_Model):
+class AttributionTotals(StrictModel):
     """SPEC §6 set sizes summed over measured runs."""
 
     z_h_total: int = Field(description="Σ|Z_H| (harness failures not bypassed).")
@@ -86,7 +84,7 @@ class AttributionTotals(_Model):
     runs_with_unlinked_agent_failure: Share
 
 
-class Unscored(_Model):
+class Unscored(StrictModel):
     """Unscored criteria (e.g. no judge): counted, never a pass, never dropped."""
 
     harness_criteria: int
@@ -94,7 +92,7 @@ class Unscored(_Model):
     runs_with_unscored: int
 
 
-class Resources(_Model):
+class Resources(StrictModel):
     """Mean recorded usage per run and the estimated agent cost (judge calls excluded).
 
     Token means are over runs whose ``summary.json`` reports the counter; cost
@@ -113,7 +111,7 @@ class Resources(_Model):
     cost_note: str | None = Field(default=None, description="Why (part of) the cost is unavailable.")
 
 
-class GroupMetrics(_Model):
+class GroupMetrics(StrictModel):
     """SPEC §5 corpus metrics of one group of cells (overall, a harness, a model, …)."""
 
     cells: CellCounts
@@ -140,7 +138,7 @@ class GroupMetrics(_Model):
     resources: Resources
 
 
-class CellRow(_Model):
+class CellRow(StrictModel):
     """One task × model × harness cell, as listed in the report."""
 
     task_id: str
@@ -163,7 +161,7 @@ class CellRow(_Model):
     cost_usd: float | None = None
 
 
-class PriceInfo(_Model):
+class PriceInfo(StrictModel):
     """The frozen price catalogue used for the cost estimate."""
 
     source: str | None
@@ -174,7 +172,7 @@ class PriceInfo(_Model):
                                    "its prices come from (e.g. frozen_on, source).")
 
 
-class CorpusSummary(_Model):
+class CorpusSummary(StrictModel):
     """``reports/summary.json``."""
 
     schema_: Literal["tt-report/1"] = Field(default="tt-report/1", alias="schema")

@@ -12,6 +12,7 @@ from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.pricing import PriceCatalogue, find_price_catalogue, load_price_catalogue
 from reports.schema import CorpusSummary
+from tracetrial.files import atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,7 @@ class ReportPaths:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def write_reports(output: Path, *, prices: PriceCatalogue | Path | None = None) -> ReportPaths:

@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracetrial.errors import ArchiveError, PathEscapeError
+from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
 
 MANIFEST = "manifest.json"
@@ -231,11 +232,8 @@ class RunArchive:
         if isinstance(data, BaseModel):
             data = data.model_dump(mode="json", by_alias=True)
         path = self.paths.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.redactor.value(data), indent=1, ensure_ascii=False, sort_keys=False)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        tmp.replace(path)
+        atomic_write_text(path, text + "\n")
         return path
 
     def write_text(self, rel: str, text: str) -> Path:

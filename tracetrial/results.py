@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from tracetrial.model import StrictModel
 from tracetrial.trace import StructuredTraceStatus, TokenUsage
 
 Protocol = Literal["probe", "live"]
@@ -25,11 +26,7 @@ RunLabel = Literal[
 ]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CellIdentity(_Model):
+class CellIdentity(StrictModel):
     """Who ran what: must agree across result, config, task and trace (admission)."""
 
     run_id: str
@@ -41,13 +38,13 @@ class CellIdentity(_Model):
     protocol: Protocol
 
 
-class PhaseTiming(_Model):
+class PhaseTiming(StrictModel):
     started_at: str
     finished_at: str | None = None
     seconds: float | None = None
 
 
-class ExceptionInfo(_Model):
+class ExceptionInfo(StrictModel):
     """An error captured during the run, classified by its source."""
 
     type: str
@@ -56,7 +53,7 @@ class ExceptionInfo(_Model):
     traceback: str | None = None
 
 
-class TurnRecord(_Model):
+class TurnRecord(StrictModel):
     """What the runner saw of one user turn's native process (the inputs a normalizer and
     the trace assembly need, so ``tracetrial rescore --renormalize`` can re-derive
     ``events.json`` from the archive alone)."""
@@ -70,7 +67,7 @@ class TurnRecord(_Model):
     error: str | None = None
 
 
-class RunFailure(_Model):
+class RunFailure(StrictModel):
     """Why a run did not finish normally (``failure`` of the trace assembly)."""
 
     type: str
@@ -78,7 +75,7 @@ class RunFailure(_Model):
     timed_out: bool
 
 
-class ResultRecord(_Model):
+class ResultRecord(StrictModel):
     """``result.json``: execution identity, resolved config and history (not the score)."""
 
     schema_: Literal["tt-result/1"] = Field(default="tt-result/1", alias="schema")
@@ -100,7 +97,7 @@ class ResultRecord(_Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class Summary(_Model):
+class Summary(StrictModel):
     """``summary.json``: evidence status and resource use of the run."""
 
     schema_: Literal["tt-summary/1"] = Field(default="tt-summary/1", alias="schema")
@@ -117,7 +114,7 @@ class Summary(_Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class CriterionVerdict(_Model):
+class CriterionVerdict(StrictModel):
     """The final verdict of one criterion."""
 
     id: str
@@ -134,7 +131,7 @@ class CriterionVerdict(_Model):
     judge_path: str | None = None
 
 
-class LayerScore(_Model):
+class LayerScore(StrictModel):
     """One layer: ``p`` passed of ``n`` finalized criteria (unscored ones stay in ``n``)."""
 
     p: int
@@ -143,13 +140,13 @@ class LayerScore(_Model):
     score: float = Field(description="50 * p / n")
 
 
-class AdmissionDecision(_Model):
+class AdmissionDecision(StrictModel):
     check: str
     ok: bool
     reason: str
 
 
-class Attribution(_Model):
+class Attribution(StrictModel):
     """SPEC §6 sets and the stored run label."""
 
     F_H: list[str]
@@ -163,7 +160,7 @@ class Attribution(_Model):
     label_rule: int
 
 
-class CombinedScore(_Model):
+class CombinedScore(StrictModel):
     """``artifacts/llm_judge/combined_score.json``: the authoritative score of a run."""
 
     schema_: Literal["tt-combined/1"] = Field(default="tt-combined/1", alias="schema")

@@ -16,11 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tracetrial.model import StrictModel
+
 Layer = Literal["harness", "agent"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 EvidenceSource = Literal["trace", "gateway", "ledger", "workspace", "native", "verifier", "probe"]
@@ -30,7 +28,7 @@ def _default_sources() -> list[EvidenceSource]:
     return ["trace"]
 
 
-class EvidenceSelector(_Strict):
+class EvidenceSelector(StrictModel):
     """Which evidence a criterion reads (SPEC §8). Deterministic; bounded by ``max_records``."""
 
     sources: list[EvidenceSource] = Field(default_factory=_default_sources)
@@ -56,7 +54,7 @@ class RuleSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
-class CriterionSpec(_Strict):
+class CriterionSpec(StrictModel):
     """One criterion of a rubric."""
 
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
@@ -83,7 +81,7 @@ class CriterionSpec(_Strict):
         return self
 
 
-class LinkSpec(_Strict):
+class LinkSpec(StrictModel):
     """A pre-declared candidate propagation link ``ℓ = (h, a, μ)`` with ``q_ℓ``."""
 
     harness: str = Field(description="Harness criterion id h_ℓ.")
@@ -95,7 +93,7 @@ class LinkSpec(_Strict):
     priority: Literal["high", "medium", "low"] = "medium"
 
 
-class Rubric(_Strict):
+class Rubric(StrictModel):
     """One rubric file."""
 
     layer: Layer

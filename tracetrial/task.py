@@ -29,20 +29,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from tracetrial.errors import TaskPackError, TaskPackErrors
+from tracetrial.model import StrictModel
 from tracetrial.rubric import Rubric
 from tracetrial.taxonomy import COMPONENTS, PROPERTIES, collision_free
 
 TASK_ID_RE = re.compile(r"^(?P<comp>[CEGLOTV])(?P<num>\d+)-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<serial>\d{3})$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Budgets(_Strict):
+class Budgets(StrictModel):
     """Budgets enforced by the runner and checked at admission (SPEC §9)."""
 
     max_user_turns: int = Field(default=1, ge=1, le=120)
@@ -51,7 +48,7 @@ class Budgets(_Strict):
     wall_clock_s: int = Field(default=300, ge=10, le=5400)
 
 
-class SimulatorSpec(_Strict):
+class SimulatorSpec(StrictModel):
     """A task-scoped business service exposed to the harness as an MCP server."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
@@ -60,7 +57,7 @@ class SimulatorSpec(_Strict):
     caps: dict[str, int] = Field(default_factory=dict, description="tool name or '*' -> max requests")
 
 
-class ExpectedOutput(_Strict):
+class ExpectedOutput(StrictModel):
     """A deliverable the agent must produce in the workspace."""
 
     path: str
@@ -69,7 +66,7 @@ class ExpectedOutput(_Strict):
     integrity: str | None = Field(default=None, description="e.g. 'sha256-stable', 'append-only'.")
 
 
-class PermissionSpec(_Strict):
+class PermissionSpec(StrictModel):
     """Permission mode the harness runs in. ``bypass`` is refused for Governance tasks."""
 
     mode: Literal["bypass", "native"] = "bypass"
@@ -98,7 +95,7 @@ def _default_tools() -> list[ToolNeed]:
     return ["shell"]
 
 
-class CalibrationSpec(_Strict):
+class CalibrationSpec(StrictModel):
     """How the reference harness's seeded-defect mutants must score on this task.
 
     ``mutants`` maps a mutant name (``hide_exit_code``) to the criterion ids it must
@@ -109,7 +106,7 @@ class CalibrationSpec(_Strict):
     mutants: dict[str, list[str]] = Field(default_factory=dict)
 
 
-class TaskSpec(_Strict):
+class TaskSpec(StrictModel):
     """``task.yaml``."""
 
     id: str
@@ -147,7 +144,7 @@ class TaskSpec(_Strict):
         return self
 
 
-class SessionBoundary(_Strict):
+class SessionBoundary(StrictModel):
     """A declared boundary before a user turn."""
 
     kind: Literal["new_session", "resume"]
@@ -155,20 +152,20 @@ class SessionBoundary(_Strict):
     workspace_preserved: bool = True
 
 
-class Turn(_Strict):
+class Turn(StrictModel):
     """One user turn after the first (``prompt.md`` is turn 1)."""
 
     user: str = Field(min_length=1)
     session_boundary: SessionBoundary | None = None
 
 
-class Turns(_Strict):
+class Turns(StrictModel):
     """``turns.json``."""
 
     turns: list[Turn] = Field(default_factory=list)
 
 
-class ExecutionSpec(_Strict):
+class ExecutionSpec(StrictModel):
     """``runtime/execution.json``."""
 
     mode: Literal["cli", "jsonrpc", "any"] = "any"
@@ -176,7 +173,7 @@ class ExecutionSpec(_Strict):
     evidence: list[str] = Field(default_factory=list, description="Evidence the run must collect.")
 
 
-class ResourceLimits(_Strict):
+class ResourceLimits(StrictModel):
     """Resource limits of the confined harness (enforced as cgroup limits by the docker backend)."""
 
     memory_mb: int = Field(4096, ge=64, description="Memory limit in MiB.")
@@ -184,7 +181,7 @@ class ResourceLimits(_Strict):
     pids: int = Field(4096, ge=16, description="Maximum number of processes.")
 
 
-class IsolationSpec(_Strict):
+class IsolationSpec(StrictModel):
     """``isolation.yaml``: pressure conditions and sandbox needs.
 
     ``network``: ``loopback``/``host`` keep the host network; ``none`` gives the agent no

@@ -24,14 +24,14 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
 )
+
+from tracetrial.model import StrictModel
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -58,11 +58,7 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
-
-
-class EventBase(_Strict):
+class EventBase(StrictModel):
     """The common envelope of every Trace IR event."""
 
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -119,7 +115,7 @@ class ModelInputEvent(EventBase):
     request_params: dict[str, Any] | None = None
 
 
-class ToolDeclaration(_Strict):
+class ToolDeclaration(StrictModel):
     """One structured tool declaration seen at the provider boundary."""
 
     name: str
@@ -164,7 +160,7 @@ class AssistantMessageEvent(EventBase):
     finish_reason: str | None = None
 
 
-class ToolCall(_Strict):
+class ToolCall(StrictModel):
     """The action the model requested."""
 
     id: str = Field(description="Trace-unique call id (turn-scoped when a harness reuses ids).")
@@ -175,7 +171,7 @@ class ToolCall(_Strict):
     )
 
 
-class ToolResult(_Strict):
+class ToolResult(StrictModel):
     """The native result paired with a call *by native call id only*.
 
     Fields are filled only when the native record states them: an exit code is
@@ -209,7 +205,7 @@ class ToolEvent(EventBase):
         return data
 
 
-class TokenUsage(_Strict):
+class TokenUsage(StrictModel):
     """Token counts (OTel GenAI names). ``None`` = not reported, ``0`` = measured zero."""
 
     input_tokens: int | None = None

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from tracetrial.errors import TraceFileError
+from tracetrial.files import atomic_write_text
 from tracetrial.trace import EVENT_CLASSES, Event, EventBase
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
@@ -91,10 +92,7 @@ def dump_events(events: Sequence[EventBase]) -> list[dict[str, Any]]:
 
 def write_events(path: Path, events: Sequence[EventBase]) -> None:
     """Validate and write ``events.json`` (atomic replace)."""
-    data = dump_events(events)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(dump_events(events), indent=1, ensure_ascii=False) + "\n")
 
 
 def renumber(events: Iterable[EventBase]) -> list[EventBase]:

@@ -19,9 +19,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from tracetrial.harness import WireFormat
+from tracetrial.model import StrictModel
 
 REQUESTS_FILE = "requests.jsonl"
 BODIES_DIR = "bodies"
@@ -29,11 +30,7 @@ BODIES_DIR = "bodies"
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,127}$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ToolDecl(_Strict):
+class ToolDecl(StrictModel):
     """One declared tool, normalized across wire formats."""
 
     name: str
@@ -46,7 +43,7 @@ class ToolDecl(_Strict):
     namespace: str | None = Field(description="Codex namespace group name (e.g. 'mcp__srv'), else null.")
 
 
-class ToolResultRecord(_Strict):
+class ToolResultRecord(StrictModel):
     """A tool result delivered to the model by this request."""
 
     id: str | None
@@ -58,7 +55,7 @@ class ToolResultRecord(_Strict):
     content_truncated: bool
 
 
-class Usage(_Strict):
+class Usage(StrictModel):
     """Token usage of one call; ``input_tokens`` includes cache reads and writes."""
 
     input_tokens: int | None
@@ -68,7 +65,7 @@ class Usage(_Strict):
     reasoning_tokens: int | None
 
 
-class RequestRecord(_Strict):
+class RequestRecord(StrictModel):
     """One line of ``requests.jsonl``. Field order is the file format: do not reorder."""
 
     index: int = Field(ge=0, description="0-based arrival order within the run.")

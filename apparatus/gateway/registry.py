@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from tracetrial.errors import TraceTrialError
 from tracetrial.harness import WireFormat
+from tracetrial.model import FrozenModel
 
 WIRE_FORMATS: tuple[WireFormat, ...] = ("anthropic", "responses", "chat")
 RouteKind = Literal["pass-through", "translation"]
@@ -46,11 +47,7 @@ class RegistryError(TraceTrialError):
     """``models.yaml`` is malformed, or an alias is unknown."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Price(_Strict):
+class Price(FrozenModel):
     """USD per million tokens."""
 
     input: float = Field(ge=0)
@@ -71,7 +68,7 @@ class Price(_Strict):
         return total / 1_000_000
 
 
-class Translation(_Strict):
+class Translation(FrozenModel):
     """How LiteLLM reaches the model on a translation route."""
 
     provider: str = Field(description="LiteLLM provider prefix, e.g. 'anthropic', 'openai', 'deepseek'.")
@@ -81,7 +78,7 @@ class Translation(_Strict):
                                   "speaks it, else its first format).")
 
 
-class ModelEntry(_Strict):
+class ModelEntry(FrozenModel):
     """One alias of ``models.yaml``."""
 
     kind: Literal["probe", "live"]
@@ -119,14 +116,14 @@ class ModelEntry(_Strict):
         return self.auth.get(wire, "x-api-key" if wire == "anthropic" else "bearer")
 
 
-class Catalogue(_Strict):
+class Catalogue(FrozenModel):
     """Provenance of the prices: a frozen copy, never fetched at run time."""
 
     frozen_on: date
     source: str
 
 
-class RouteInfo(_Strict):
+class RouteInfo(FrozenModel):
     """How one (alias, harness wire format) pair reaches its model; goes into the
     resolved config of ``result.json``."""
 
@@ -140,7 +137,7 @@ class RouteInfo(_Strict):
     key_env: str | None
 
 
-class ModelRegistry(_Strict):
+class ModelRegistry(FrozenModel):
     """Every alias of ``models.yaml``."""
 
     catalogue: Catalogue

@@ -39,6 +39,7 @@ from apparatus.simulators.errors import TemplateError
 from apparatus.simulators.expr import Missing, Scope, holds, locate, render
 from apparatus.simulators.ledger import Ledger, LedgerKind
 from apparatus.simulators.spec import Case, LargeSpec, LoadedService, ToolSpec
+from tracetrial.files import atomic_write_text
 from tracetrial.handlers import Call, Reply, StatePath
 from tracetrial.values import ValueSpec, derive_value
 
@@ -156,13 +157,7 @@ class ServiceRuntime:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
     def _save(self, doc: dict[str, Any]) -> None:
-        path = self.state_dir / STATE_FILE
-        tmp = path.with_name(f"{STATE_FILE}.{os.getpid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(doc, fh, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write_text(self.state_dir / STATE_FILE, json.dumps(doc, ensure_ascii=False), fsync=True)
 
     def _initialize(self) -> dict[str, Any]:
         scope = Scope({"values": self.values, "session": 1})

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, Literal
 from pydantic import BaseModel, ConfigDict
 
 from apparatus.simulators.errors import LedgerError
+from tracetrial.files import atomic_write_text
 
 #: ``prev`` of the first record, and the head of a ledger without records.
 GENESIS = "0" * 64
@@ -78,13 +79,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_head(ledger: Path, digest: str) -> None:
-    target = head_path(ledger)
-    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(digest + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    target = atomic_write_text(head_path(ledger), digest + "\n", fsync=True)
     _fsync_dir(target.parent)
 
 

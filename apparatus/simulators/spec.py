@@ -41,10 +41,11 @@ from typing import Any, Literal
 import yaml
 from jsonschema import SchemaError  # type: ignore[import-untyped,unused-ignore]
 from jsonschema.validators import validator_for  # type: ignore[import-untyped,unused-ignore]
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from apparatus.simulators.errors import SimulatorConfigError, TemplateError
 from apparatus.simulators.expr import check_condition, check_template, parse_path
+from tracetrial.model import StrictModel
 from tracetrial.task import SimulatorSpec
 from tracetrial.values import ValueSpec
 
@@ -56,11 +57,7 @@ LISTING_ROOTS = frozenset({"state", "values", "session"})
 CALL_ROOTS = frozenset({"args", "state", "before", "values", "issued", "call", "session"})
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ErrorSpec(_Strict):
+class ErrorSpec(StrictModel):
     """A structured error: ``isError: true`` with ``{"error": {code, message, data}}``."""
 
     code: str = Field(min_length=1)
@@ -68,7 +65,7 @@ class ErrorSpec(_Strict):
     data: Any = Field(default=None, description="Template; omitted when null.")
 
 
-class LargeSpec(_Strict):
+class LargeSpec(StrictModel):
     """A large text result: filler lines up to ``size_kb`` KiB, then ``tail`` as the last line."""
 
     size_kb: int = Field(ge=1, le=65_536)
@@ -77,7 +74,7 @@ class LargeSpec(_Strict):
                       description="Filler line; Python format with the 1-based line number n.")
 
 
-class Effect(_Strict):
+class Effect(StrictModel):
     """One state transition. Exactly one of ``set``/``append``/``increment``/``delete`` (a state path)."""
 
     set: str | None = None
@@ -111,7 +108,7 @@ class Effect(_Strict):
         return self
 
 
-class _Outcome(_Strict):
+class _Outcome(StrictModel):
     """The fields that say what a call does (a case, or a tool without ``cases``)."""
 
     issue: dict[str, ValueSpec] = Field(default_factory=dict)
@@ -195,7 +192,7 @@ class ToolSpec(_Outcome):
         return self._cases
 
 
-class ServiceSpec(_Strict):
+class ServiceSpec(StrictModel):
     """A service definition file."""
 
     description: str | None = None

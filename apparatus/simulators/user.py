@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from apparatus.simulators.errors import SimulatorConfigError
 from apparatus.simulators.ledger import Ledger
+from tracetrial.model import StrictModel
 from tracetrial.task import TaskPack
 from tracetrial.trace import ConversationSimulatorDecisionEvent, utc_now
 
@@ -50,11 +51,7 @@ ASK_USER_SERVICE = "_ask_user"
 """Ledger name of the responder (a leading underscore: never a task simulator's name)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class UserAction(_Strict):
+class UserAction(StrictModel):
     """Reply with ``reply``, or ``end: true``."""
 
     reply: str | None = Field(default=None, min_length=1)
@@ -84,7 +81,7 @@ class UserRule(UserAction):
         return v
 
 
-class UserScript(_Strict):
+class UserScript(StrictModel):
     """``simulators/scripted_user.yaml``."""
 
     max_turns: int | None = Field(default=None, ge=1, le=120)
@@ -203,14 +200,14 @@ class ClarificationAnswer:
     ledger_seq: int
 
 
-class AskUserAnswer(_Strict):
+class AskUserAnswer(StrictModel):
     """Answer ``answer`` when ``match`` (regex) is found in the question ('' matches any)."""
 
     match: str = ""
     answer: str
 
 
-class AskUserTruth(_Strict):
+class AskUserTruth(StrictModel):
     """The ``ask_user`` entry of ``truth.json`` (a plain string is ``{answers: [{match: '', answer}]}``)."""
 
     answers: list[AskUserAnswer] = Field(default_factory=list)

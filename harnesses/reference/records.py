@@ -18,7 +18,6 @@ killed harness can be resumed from its own records.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
 
 LOG_VERSION: Literal[1] = 1
@@ -165,8 +165,4 @@ class SessionStore:
         data = record.model_dump(mode="json")
         if redactor is not None:
             data = redactor.value(data)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.path(record.session_id)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-        tmp.replace(path)
+        atomic_write_text(self.path(record.session_id), json.dumps(data, ensure_ascii=False, indent=1))
