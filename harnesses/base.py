@@ -10,8 +10,9 @@ events (in its own module, no I/O beyond reading the archived files it is given)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -21,8 +22,12 @@ from tracetrial.harness import HarnessCapabilities, McpServer, WireFormat
 from tracetrial.task import SessionBoundary, TaskPack
 from tracetrial.trace import EventBase, StructuredTraceStatus
 
-__all__ = ["HarnessAdapter", "HarnessCapabilities", "McpServer", "NormalizedTrace", "RunContext", "TurnContext",
-           "TurnOutcome", "WireFormat"]
+__all__ = ["EPOCH", "HarnessAdapter", "HarnessCapabilities", "McpServer", "NormalizedTrace", "RunContext",
+           "TurnContext", "TurnOutcome", "WireFormat", "recorded_time"]
+
+#: The timestamp of normalized events when no turn start was recorded (a fixed value, so a
+#: normalizer's output never depends on when it ran).
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -57,6 +62,12 @@ class TurnContext:
     boundary: SessionBoundary | None
     deadline_s: float
 
+    def starts_session(self, current: str | None) -> bool:
+        """Whether this turn opens a new session: turn 1, a ``new_session`` boundary, or no
+        session yet (``current`` is the run's session id so far)."""
+        new_session = self.boundary is not None and self.boundary.kind == "new_session"
+        return current is None or self.index == 1 or new_session
+
 
 @dataclass
 class TurnOutcome:
@@ -73,6 +84,13 @@ class TurnOutcome:
     #: When the turn's process was started (UTC), stamped by the cell runner; normalizers
     #: take it as their fallback timestamp so the same archive always normalizes the same.
     started_at: datetime | None = None
+
+
+def recorded_time(outcomes: Sequence[TurnOutcome]) -> datetime:
+    """The timestamp a normalizer gives its events: the recorded start of the run's first
+    turn (:attr:`TurnOutcome.started_at`), else :data:`EPOCH` — never the current time, so
+    normalizing the same archive twice gives the same events."""
+    return next((o.started_at for o in outcomes if o.started_at is not None), EPOCH)
 
 
 @dataclass

@@ -1,15 +1,31 @@
-"""Reading archived native records: shared by every harness normalizer (pure, read-only)."""
+"""Shared pieces of the harness normalizers (pure, read-only): reading archived native
+records, the turn files, and the Trace IR logic every normalizer applies the same way —
+the turn-scoped call ids and the call/result join (SPEC §7 rules 2 and 3), the stderr and
+unparseable-line events, the assistant content blocks and the trace status."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import RawStdoutEvent
+from harnesses.base import NormalizedTrace
+from tracetrial.trace import (
+    AssistantMessageEvent,
+    EventBase,
+    NativeEvent,
+    RawStderrEvent,
+    RawStdoutEvent,
+    StructuredTraceStatus,
+    ToolCall,
+    ToolEvent,
+)
+
+#: The principal id of a harness's main agent (its sub-agents have their own ids).
+MAIN = "main"
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -20,6 +36,30 @@ def as_object(value: Any) -> dict[str, Any]:
 def as_list(value: Any) -> list[Any]:
     """``value`` when it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def json_arguments(raw: Any) -> Any:
+    """Tool arguments as the model sent them: a JSON string decoded, anything else (and a
+    string that is not JSON) kept verbatim."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def single_text(blocks: Any) -> Any:
+    """Content blocks that are exactly one text block as that text (verbatim); anything else
+    as stored."""
+    if isinstance(blocks, list) and len(blocks) == 1 and as_object(blocks[0]).get("type") == "text":
+        return blocks[0].get("text")
+    return blocks
+
+
+def seconds(ms: Any) -> float | None:
+    """A native millisecond count as seconds (``None`` when it is not a number)."""
+    return ms / 1000 if isinstance(ms, (int, float)) else None
 
 
 @dataclass
@@ -52,14 +92,6 @@ def read_jsonl(path: Path | None) -> Iterator[NativeLine]:
         yield NativeLine(no, text, data, None)
 
 
-def unparseable_line(line: NativeLine, *, run_id: str, at: datetime, source: str, turn: int) -> RawStdoutEvent:
-    """A stdout line that is not a valid record, kept verbatim with its parse error (SPEC §7
-    rule 6); the caller marks the trace ``partial``."""
-    return RawStdoutEvent(seq=1, timestamp=at, run_id=run_id, source=source, conversation_turn=turn,
-                          source_event_seq=line.no, text=line.text, stream_seq=line.no, parseable=False,
-                          parse_error=line.error)
-
-
 @dataclass(frozen=True)
 class TurnFiles:
     """The archived native output of one user turn (``requests``: the JSON-RPC requests we
@@ -78,3 +110,150 @@ def turn_files(native: Path, indices: list[int], *, requests: bool = False) -> l
         indices = sorted(int(p.name.split("-")[1].split(".")[0]) for p in native.glob("turn-*.stdout"))
     return [TurnFiles(i, native / f"turn-{i}.stdout", native / f"turn-{i}.stderr",
                       native / f"turn-{i}.requests.jsonl" if requests else None) for i in indices]
+
+
+def repeated_ids(occurrences: Iterable[tuple[str, Hashable]]) -> set[str]:
+    """Native ids that occur in more than one place (a turn, or a harness's finer unit such as
+    a thread's rollout turn): these get turn-scoped trace ids (SPEC §7 rule 3)."""
+    seen: dict[str, set[Hashable]] = {}
+    for native, where in occurrences:
+        seen.setdefault(native, set()).add(where)
+    return {native for native, places in seen.items() if len(places) > 1}
+
+
+def message_events(env: dict[str, Any], blocks: list[Any], *, tool_block: str, reasoning_keys: tuple[str, ...],
+                   message_id: str | None, model: str | None, finish_reason: str | None) -> list[EventBase]:
+    """An assistant message's content blocks (tool-call blocks of type ``tool_block`` aside):
+    one reasoning event per reasoning block (its text under the first of ``reasoning_keys``
+    the block has), then one text event — a single text block as its text, else the text
+    and other blocks as stored."""
+    def kind(b: Any) -> Any:
+        return as_object(b).get("type")
+
+    texts = [b for b in blocks if kind(b) == "text"]
+    reasoning = [b for b in blocks if kind(b) in ("thinking", "reasoning")]
+    others = [b for b in blocks if kind(b) not in ("text", "thinking", "reasoning", tool_block)]
+    out: list[EventBase] = []
+    for b in reasoning:
+        text = next((b[k] for k in reasoning_keys if k in b), None)
+        out.append(AssistantMessageEvent(**env, message_id=message_id, content_kind="reasoning", model=model,
+                                         reasoning=text if isinstance(text, str) else None))
+    if texts or others:
+        content = texts[0].get("text") if len(texts) == 1 and not others else texts + others
+        out.append(AssistantMessageEvent(**env, message_id=message_id, content=content, content_kind="text",
+                                         model=model, finish_reason=finish_reason))
+    return out
+
+
+@dataclass
+class TraceBuilder:
+    """The state every normalizer builds a trace with: events in native order, notes, the
+    degradation to ``partial``, and the run's tool calls by trace id.
+
+    ``at`` is the timestamp of every event (the recorded turn time the adapter passes), so
+    the same archive always normalizes to the same events. ``scoped`` are the native call
+    ids that occur in more than one turn (:func:`repeated_ids`): their trace ids are
+    turn-scoped (``<id>#t<n>``, a child principal's ``<id>#t<n>:<principal>``) and the
+    native id is kept as ``native_tool_call_id``.
+    """
+
+    run_id: str
+    at: datetime
+    scoped: set[str] = field(default_factory=set)
+    events: list[EventBase] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    partial: bool = False
+    calls: dict[tuple[str, str], ToolEvent] = field(default_factory=dict)
+    #: Whether any native record parsed (else the trace is ``unavailable``).
+    parsed_any: bool = False
+    #: Turns whose native records have no final record.
+    unfinished: list[int] = field(default_factory=list)
+
+    def degrade(self, note: str) -> None:
+        """Record why the trace is only ``partial``."""
+        self.partial = True
+        self.notes.append(note)
+
+    def unfinished_turn(self, turn: int, note: str) -> None:
+        """A turn whose records stop before its final record: the trace is not complete."""
+        self.unfinished.append(turn)
+        self.degrade(note)
+
+    def base(self, **fields: Any) -> dict[str, Any]:
+        """An event envelope: position 1 (renumbered later), ``at``, the run id, ``fields``."""
+        return {"seq": 1, "timestamp": self.at, "run_id": self.run_id, **fields}
+
+    # -- calls and results (SPEC §7 rules 2 and 3) --------------------------------------------
+    def trace_id(self, native: str, turn: int | None, principal: str = MAIN) -> str:
+        """The trace id of native call id ``native`` in ``turn``."""
+        if native not in self.scoped:
+            return native
+        return f"{native}#t{turn}" if principal == MAIN else f"{native}#t{turn}:{principal}"
+
+    def call(self, env: dict[str, Any], native: str, turn: int | None, name: str, arguments: Any,
+             principal: str = MAIN) -> ToolEvent:
+        """Append the tool event of a call (no result yet) and register it for its result."""
+        cid = self.trace_id(native, turn, principal)
+        event = ToolEvent(**env, tool_call=ToolCall(id=cid, name=name, arguments=arguments,
+                                                     native_tool_call_id=native if cid != native else None),
+                          tool_result=None)
+        self.calls[(principal, cid)] = event
+        self.events.append(event)
+        return event
+
+    def find(self, native: Any, turn: int | None, principal: str = MAIN) -> ToolEvent | None:
+        """The call with native id ``native`` in ``turn``, if there is one."""
+        return self.calls.get((principal, self.trace_id(native, turn, principal))) if isinstance(native, str) else None
+
+    def answered(self, env: dict[str, Any], native: Any, turn: int | None, *, principal: str = MAIN,
+                 unmatched: str = "tool_result_unmatched", missing: str = "no call with id") -> ToolEvent | None:
+        """The call a result with native id ``native`` answers — or, when no call of this turn
+        has that id or it already has its result, ``None`` after appending the result as a
+        ``native_event`` of type ``unmatched`` (rule 2: joined by native id only)."""
+        call = self.find(native, turn, principal)
+        if call is None or call.tool_result is not None:
+            self.events.append(NativeEvent(**env, native_event_type=unmatched,
+                                           status=f"{missing} {native!r} in this turn"))
+            return None
+        return call
+
+    # -- raw streams -------------------------------------------------------------------------
+    def records(self, lines: Iterable[NativeLine], *, source: str,
+                turn: int) -> Iterator[tuple[NativeLine, dict[str, Any]]]:
+        """The lines of a turn's native stream that are records, with their data; the others
+        are kept verbatim as unparseable (rule 6), in stream order."""
+        for line in lines:
+            if line.data is None:
+                self.unparseable(line, source=source, turn=turn)
+            else:
+                self.parsed_any = True
+                yield line, line.data
+
+    def unparseable(self, line: NativeLine, *, source: str, turn: int) -> None:
+        """A stdout line that is no record: kept verbatim with its parse error, and the trace
+        degrades (rule 6)."""
+        self.degrade(f"turn {turn}: stdout line {line.no} unparseable ({line.error})")
+        self.events.append(RawStdoutEvent(**self.base(source=source, conversation_turn=turn, source_event_seq=line.no),
+                                          text=line.text, stream_seq=line.no, parseable=False, parse_error=line.error))
+
+    def stderr(self, files: TurnFiles, source: str) -> None:
+        """The turn's stderr, when not blank, as one ``raw_stderr`` event."""
+        if files.stderr is None or not files.stderr.is_file():
+            return
+        text = files.stderr.read_bytes().decode("utf-8", errors="replace")
+        if text.strip():
+            self.events.append(RawStderrEvent(**self.base(source=source, conversation_turn=files.index), text=text))
+
+    # -- result ------------------------------------------------------------------------------
+    def trace(self, *, nothing: str) -> NormalizedTrace:
+        """The normalized trace: ``unavailable`` (with the note ``nothing``) when no native
+        record parsed, else ``partial`` or ``complete``; complete only when every turn
+        finished."""
+        status: StructuredTraceStatus
+        if not self.parsed_any:
+            self.notes.append(nothing)
+            status = "unavailable"
+        else:
+            status = "partial" if self.partial else "complete"
+        return NormalizedTrace(events=self.events, structured_trace_status=status,
+                               trace_complete=self.parsed_any and not self.unfinished, notes=self.notes)

@@ -21,21 +21,20 @@ from pathlib import Path
 from typing import ClassVar
 
 from harnesses.base import (
-    HarnessAdapter,
     HarnessCapabilities,
     NormalizedTrace,
     RunContext,
     TurnContext,
     TurnOutcome,
     WireFormat,
+    recorded_time,
 )
 from harnesses.claude_code.normalize import normalize
-from harnesses.install import install_hint, tool_bin
-from harnesses.native import turn_files
-from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
+from harnesses.cli_adapter import CliAdapter
+from harnesses.install import install_hint
+from harnesses.native import read_jsonl, turn_files
+from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
-
-#: Claude Code permission-rule syntax accepted for ``--disallowedTools`` (task deny patterns).
 
 #: Model alias variables: all are routed to the run's model so no call escapes the gateway route.
 MODEL_ENV_VARS = (
@@ -52,7 +51,7 @@ MODEL_ENV_VARS = (
 ROUTINE_TOOLS = ("Bash", "Read", "Write", "Edit")
 
 
-class ClaudeCodeAdapter(HarnessAdapter):
+class ClaudeCodeAdapter(CliAdapter):
     """The real ``claude`` CLI (pinned in ``harnesses/package.json``)."""
 
     name: ClassVar[str] = "claude_code"
@@ -61,20 +60,10 @@ class ClaudeCodeAdapter(HarnessAdapter):
         mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True
     )
     install_hint: ClassVar[str] = install_hint("claude_code")
+    binary_name: ClassVar[str] = "claude"
 
-    _version: str | None = None
-
-    def unavailable_reason(self) -> str | None:
-        return None if tool_bin("claude") is not None else self.install_hint
-
-    def version(self) -> str:
-        if self._version is None:
-            binary = tool_bin("claude")
-            if binary is None:
-                raise FileNotFoundError(self.install_hint)
-            text = cli_version_text(binary, lambda home: clean_env({}, home=home))
-            type(self)._version = text.split()[0] if text else "unknown"
-        return str(self._version)
+    def parse_version(self, text: str) -> str:
+        return text.split()[0]  # "2.1.220 (Claude Code)"
 
     # ------------------------------------------------------------------------------ run
     def environment(self, ctx: RunContext) -> dict[str, str]:
@@ -127,12 +116,13 @@ class ClaudeCodeAdapter(HarnessAdapter):
             flags += ["--disallowedTools", f"Bash({prefix}:*)"]
         return flags
 
-    def argv(self, ctx: RunContext, turn: TurnContext, session_flags: list[str]) -> list[str]:
-        binary = tool_bin("claude")
-        assert binary is not None
+    def argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
+        # A fresh session has the id the adapter chose (``--session-id``), so the turn's
+        # transcript is known by name before Claude Code reports it.
+        session_flags = ["--resume", resume] if resume else ["--session-id", str(ctx.session_id)]
         # The prompt goes after ``--`` so a user text starting with "-" is never read as a flag.
         return [
-            str(binary),
+            str(self.binary()),
             "-p",
             "--output-format",
             "stream-json",
@@ -146,43 +136,21 @@ class ClaudeCodeAdapter(HarnessAdapter):
             turn.user_text,
         ]
 
-    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
-        fresh = (
-            ctx.session_id is None
-            or turn.index == 1
-            or (turn.boundary is not None and turn.boundary.kind == "new_session")
-        )
-        if fresh:
-            ctx.session_id = str(uuid.uuid4())
-            session_flags = ["--session-id", ctx.session_id]
-        elif not list((ctx.home / ".claude" / "projects").glob(f"*/{ctx.session_id}.jsonl")):
-            # The earlier turn died before Claude Code wrote its session: nothing to resume.
-            session_flags = ["--session-id", str(ctx.session_id)]
-        else:
-            session_flags = ["--resume", str(ctx.session_id)]
-        native = ctx.paths.native
-        native.mkdir(parents=True, exist_ok=True)
-        stdout, stderr = native / f"turn-{turn.index}.stdout", native / f"turn-{turn.index}.stderr"
-        argv = self.argv(ctx, turn, session_flags)
-        env = self.environment(ctx)
-        _write_invocation(native / f"turn-{turn.index}.invocation.json", argv, env, ctx)
-        proc = run_process(
-            argv, env=env, cwd=ctx.workspace, stdout=stdout, stderr=stderr, timeout_s=max(1.0, turn.deadline_s)
-        )
-        seen = _init_session(stdout)
-        if seen:  # the harness is the authority on which session it wrote to
-            ctx.session_id = seen
-        exit_code, error = signal_death(proc.exit_code, proc.error, "claude")
-        return TurnOutcome(
-            index=turn.index,
-            exit_code=exit_code,
-            timed_out=proc.timed_out,
-            duration_s=proc.duration_s,
-            stdout=stdout,
-            stderr=stderr,
-            session_id=ctx.session_id,
-            error=error,
-        )
+    def new_session_id(self) -> str:
+        return str(uuid.uuid4())
+
+    def can_resume(self, ctx: RunContext, session_id: str) -> bool:
+        # An earlier turn that died before Claude Code wrote its session left nothing to resume:
+        # the turn then starts that session under the same id.
+        return bool(list((ctx.home / ".claude" / "projects").glob(f"*/{session_id}.jsonl")))
+
+    def session_from_output(self, stdout: Path) -> str | None:
+        """The session id of the first ``system/init`` line."""
+        for line in read_jsonl(stdout):
+            if line.data is not None and line.data.get("type") == "system" and line.data.get("subtype") == "init":
+                sid = line.data.get("session_id")
+                return sid if isinstance(sid, str) else None
+        return None
 
     # -------------------------------------------------------------------------- collect
     def collect(self, ctx: RunContext) -> list[Path]:
@@ -201,30 +169,5 @@ class ClaudeCodeAdapter(HarnessAdapter):
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
         transcripts = sorted((paths.native / "transcripts").glob("*.jsonl"))
-        return normalize(turn_files(paths.native, [o.index for o in outcomes]), transcripts, run_id)
-
-
-def _init_session(stdout: Path) -> str | None:
-    """The session id of the first ``system/init`` line, if the turn got that far."""
-    if not stdout.is_file():
-        return None
-    with stdout.open("rb") as fh:
-        for raw in fh:
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(data, dict) and data.get("type") == "system" and data.get("subtype") == "init":
-                sid = data.get("session_id")
-                return sid if isinstance(sid, str) else None
-    return None
-
-
-def _write_invocation(path: Path, argv: list[str], env: dict[str, str], ctx: RunContext) -> None:
-    """Record the exact command and environment of a turn (the gateway key is never written)."""
-    shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
-    path.write_text(
-        json.dumps({"argv": argv, "cwd": str(ctx.workspace), "env": shown}, indent=1) + "\n", encoding="utf-8"
-    )
-
-
+        return normalize(turn_files(paths.native, [o.index for o in outcomes]), transcripts, run_id,
+                         at=recorded_time(outcomes))

@@ -25,38 +25,32 @@ SPEC §7 rules as applied here:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import MAIN, TraceBuilder, TurnFiles, read_jsonl, repeated_ids, seconds
 from harnesses.native import NativeLine as _Line
-from harnesses.native import TurnFiles, read_jsonl, unparseable_line
 from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
-    EventBase,
     NativeDiagnosticEvent,
     NativeEvent,
     PolicyEvent,
-    RawStderrEvent,
     SubagentLifecycleEvent,
     TaskCompletionEvent,
     TokenUsage,
     TokenUsageEvent,
-    ToolCall,
-    ToolEvent,
     ToolResult,
-    utc_now,
 )
 
 HARNESS = "claude_code"
 SRC_STDOUT = f"native:{HARNESS}/stdout"
 SRC_STDERR = f"native:{HARNESS}/stderr"
-MAIN = "main"
 
 
 # ----------------------------------------------------------------------------- transcripts
@@ -105,45 +99,25 @@ def _message_text(message: Any) -> str | None:
 # ------------------------------------------------------------------------------ normalizer
 
 
-class _Normalizer:
-    def __init__(self, run_id: str, at: datetime, transcripts: _Transcripts, scoped_ids: set[str]):
-        self.run_id = run_id
-        self.at = at
+class _Normalizer(TraceBuilder):
+    def __init__(self, run_id: str, at: datetime, transcripts: _Transcripts, scoped: set[str]):
+        super().__init__(run_id, at, scoped)
         self.transcripts = transcripts
-        self.scoped_ids = scoped_ids
-        self.events: list[EventBase] = []
-        self.calls: dict[str, ToolEvent] = {}  # trace call id -> event (result filled later)
         self.principal_of_call: dict[str, str] = {}  # native call id -> principal that issued it
         self.task_to_call: dict[str, str] = {}  # sub-agent task id -> Agent tool_use_id
         self.notified: dict[str, int] = {}
-        self.notes: list[str] = []
-        self.partial = False
-        self.parsed_any = False
-        self.unfinished: list[int] = []
 
     # -- envelope -----------------------------------------------------------------------
     def _env(self, turn: int, line: _Line, data: dict[str, Any], principal: str | None = None) -> dict[str, Any]:
         parent = data.get("parent_tool_use_id")
-        env: dict[str, Any] = {
-            "seq": 1,
-            "timestamp": self.at,
-            "run_id": self.run_id,
-            "source": SRC_STDOUT,
-            "conversation_turn": turn,
-            "session_id": data.get("session_id"),
-            "source_event_seq": line.no,
-            "source_timestamp": data.get("timestamp"),
-            "raw_event": data,
-        }
+        env = self.base(source=SRC_STDOUT, conversation_turn=turn, session_id=data.get("session_id"),
+                        source_event_seq=line.no, source_timestamp=data.get("timestamp"), raw_event=data)
         who = principal or (parent if isinstance(parent, str) and parent else MAIN)
         env["principal_id"] = who
         env["principal_role"] = "main" if who == MAIN else "child"
         if who != MAIN:
             env["parent_principal_id"] = self.principal_of_call.get(who)
         return env
-
-    def _call_id(self, native: str, turn: int) -> str:
-        return f"{native}#t{turn}" if native in self.scoped_ids else native
 
     # -- turns ----------------------------------------------------------------------------
     def turn(self, files: TurnFiles) -> None:
@@ -157,43 +131,17 @@ class _Normalizer:
             ):
                 self.task_to_call.setdefault(data["task_id"], data["tool_use_id"])
         finished = False
-        for line in lines:
-            if line.data is None:
-                self.partial = True
-                self.events.append(
-                    unparseable_line(line, run_id=self.run_id, at=self.at, source=SRC_STDOUT, turn=files.index)
-                )
-                self.notes.append(f"turn {files.index}: stdout line {line.no} unparseable ({line.error})")
-                continue
-            self.parsed_any = True
-            kind = line.data.get("type")
+        for line, data in self.records(lines, source=SRC_STDOUT, turn=files.index):
+            kind = data.get("type")
             handler = getattr(self, f"_on_{kind}", None) if isinstance(kind, str) else None
             if handler is None:
-                self.events.append(NativeEvent(**self._env(files.index, line, line.data), native_event_type=str(kind)))
+                self.events.append(NativeEvent(**self._env(files.index, line, data), native_event_type=str(kind)))
             else:
-                handler(files.index, line, line.data)
+                handler(files.index, line, data)
             finished = finished or kind == "result"
         if not finished:
-            self.partial = True
-            self.unfinished.append(files.index)
-            self.notes.append(f"turn {files.index}: stdout has no final 'result' record")
-        self._stderr(files)
-
-    def _stderr(self, files: TurnFiles) -> None:
-        if files.stderr is None or not files.stderr.is_file():
-            return
-        text = files.stderr.read_bytes().decode("utf-8", errors="replace")
-        if text.strip():
-            self.events.append(
-                RawStderrEvent(
-                    seq=1,
-                    timestamp=self.at,
-                    run_id=self.run_id,
-                    source=SRC_STDERR,
-                    conversation_turn=files.index,
-                    text=text,
-                )
-            )
+            self.unfinished_turn(files.index, f"turn {files.index}: stdout has no final 'result' record")
+        self.stderr(files, SRC_STDERR)
 
     # -- record handlers -----------------------------------------------------------------
     def _on_assistant(self, turn: int, line: _Line, data: dict[str, Any]) -> None:
@@ -214,21 +162,8 @@ class _Normalizer:
                 continue
             btype = block.get("type")
             if btype == "tool_use" and isinstance(block.get("id"), str):
-                native = block["id"]
-                call_id = self._call_id(native, turn)
-                event = ToolEvent(
-                    **env,
-                    tool_call=ToolCall(
-                        id=call_id,
-                        name=str(block.get("name")),
-                        arguments=block.get("input"),
-                        native_tool_call_id=native if call_id != native else None,
-                    ),
-                    tool_result=None,
-                )
-                self.calls[call_id] = event
-                self.principal_of_call[native] = env["principal_id"]
-                self.events.append(event)
+                self.call(env, block["id"], turn, str(block.get("name")), block.get("input"))
+                self.principal_of_call[block["id"]] = env["principal_id"]
             elif btype in ("text", "thinking", "redacted_thinking"):
                 reasoning = btype != "text"
                 self.events.append(
@@ -262,17 +197,9 @@ class _Normalizer:
                 )
                 continue
             native = block.get("tool_use_id")
-            call = self.calls.get(self._call_id(native, turn)) if isinstance(native, str) else None
-            if call is None or call.tool_result is not None:
-                self.events.append(
-                    NativeEvent(
-                        **env,
-                        native_event_type="tool_result_unmatched",
-                        status=f"no tool_use with id {native!r} in this turn",
-                    )
-                )
-                continue
-            call.tool_result = _tool_result(block, data.get("tool_use_result"), meta.get(native))
+            call = self.answered(env, native, turn, missing="no tool_use with id")
+            if call is not None:
+                call.tool_result = _tool_result(block, data.get("tool_use_result"), meta.get(native))
 
     def _on_result(self, turn: int, line: _Line, data: dict[str, Any]) -> None:
         env = self._env(turn, line, data, principal=MAIN)
@@ -296,7 +223,7 @@ class _Normalizer:
             if not isinstance(denial, dict):
                 continue
             native = denial.get("tool_use_id")
-            call = self.calls.get(self._call_id(native, turn)) if isinstance(native, str) else None
+            call = self.find(native, turn)
             result = call.tool_result if call is not None else None
             self.events.append(
                 PolicyEvent(
@@ -408,20 +335,18 @@ def _tool_result(block: dict[str, Any], structured: Any, meta: dict[str, Any] | 
         status = info["status"]
     elif info.get("interrupted") is True:
         status = "interrupted"
-    duration = info.get("durationMs")
     return ToolResult(
         content=block.get("content"),
         is_error=block.get("is_error") if isinstance(block.get("is_error"), bool) else None,
         status=status,
         exit_code=exit_code,
         truncated=truncated,
-        duration=duration / 1000 if isinstance(duration, (int, float)) else None,
+        duration=seconds(info.get("durationMs")),
     )
 
 
-def _repeated_ids(turns: Sequence[TurnFiles]) -> set[str]:
-    """Tool ids that occur in more than one turn (these get turn-scoped trace ids)."""
-    seen: dict[str, set[int]] = {}
+def _tool_uses(turns: Sequence[TurnFiles]) -> Iterator[tuple[str, int]]:
+    """(native tool id, turn) of every ``tool_use`` block on stdout."""
     for files in turns:
         for line in read_jsonl(files.stdout):
             msg = (line.data or {}).get("message")
@@ -429,26 +354,13 @@ def _repeated_ids(turns: Sequence[TurnFiles]) -> set[str]:
                 continue
             for block in msg.get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                    seen.setdefault(block["id"], set()).add(files.index)
-    return {i for i, t in seen.items() if len(t) > 1}
+                    yield block["id"], files.index
 
 
-def normalize(
-    turns: Sequence[TurnFiles], transcripts: Sequence[Path], run_id: str, *, at: datetime | None = None
-) -> NormalizedTrace:
-    """Normalize archived Claude Code output of a run (turns in order) into Trace IR events."""
-    norm = _Normalizer(run_id, at or utc_now(), _Transcripts.load(transcripts), _repeated_ids(turns))
+def normalize(turns: Sequence[TurnFiles], transcripts: Sequence[Path], run_id: str, *, at: datetime) -> NormalizedTrace:
+    """Normalize archived Claude Code output of a run (turns in order) into Trace IR events;
+    ``at`` is every event's timestamp (the adapter passes the recorded turn time)."""
+    norm = _Normalizer(run_id, at, _Transcripts.load(transcripts), repeated_ids(_tool_uses(turns)))
     for files in sorted(turns, key=lambda t: t.index):
         norm.turn(files)
-    if not norm.parsed_any:
-        status = "unavailable"
-        norm.notes.append("no parseable Claude Code stream-json record in any turn")
-    else:
-        status = "partial" if norm.partial else "complete"
-    complete = norm.parsed_any and not norm.unfinished
-    return NormalizedTrace(
-        events=norm.events,
-        structured_trace_status=status,  # type: ignore[arg-type]
-        trace_complete=complete,
-        notes=norm.notes,
-    )
+    return norm.trace(nothing="no parseable Claude Code stream-json record in any turn")

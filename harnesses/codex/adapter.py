@@ -24,18 +24,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harnesses.base import (
-    HarnessAdapter,
     HarnessCapabilities,
     NormalizedTrace,
     RunContext,
     TurnContext,
     TurnOutcome,
     WireFormat,
+    recorded_time,
 )
+from harnesses.cli_adapter import CliAdapter
 from harnesses.codex.normalize import normalize
-from harnesses.install import install_hint, tool_bin
-from harnesses.native import turn_files
-from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
+from harnesses.install import install_hint
+from harnesses.native import read_jsonl, turn_files
+from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
 
 PROVIDER = "tracetrial"
@@ -105,7 +106,7 @@ def deny_rules(prefixes: list[str]) -> str:
     return "\n".join(out)
 
 
-class CodexAdapter(HarnessAdapter):
+class CodexAdapter(CliAdapter):
     """The real ``codex`` CLI (pinned in ``harnesses/package.json``)."""
 
     name: ClassVar[str] = "codex"
@@ -120,20 +121,13 @@ class CodexAdapter(HarnessAdapter):
         nested_sandbox=True,
     )
     install_hint: ClassVar[str] = install_hint("codex")
+    binary_name: ClassVar[str] = "codex"
 
-    _version: str | None = None
+    def version_env(self, home: Path) -> dict[str, str]:
+        return clean_env({"CODEX_HOME": str(home)}, home=home)
 
-    def unavailable_reason(self) -> str | None:
-        return None if tool_bin("codex") is not None else self.install_hint
-
-    def version(self) -> str:
-        if self._version is None:
-            binary = tool_bin("codex")
-            if binary is None:
-                raise FileNotFoundError(self.install_hint)
-            text = cli_version_text(binary, lambda home: clean_env({"CODEX_HOME": str(home)}, home=home))
-            type(self)._version = text.split()[-1] if text else "unknown"
-        return str(self._version)
+    def parse_version(self, text: str) -> str:
+        return text.split()[-1]  # "codex-cli 0.145.0"
 
     def codex_home(self, ctx: RunContext) -> Path:
         return ctx.home / ".codex"
@@ -145,9 +139,7 @@ class CodexAdapter(HarnessAdapter):
         )
 
     def argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
-        binary = tool_bin("codex")
-        assert binary is not None
-        argv = [str(binary), "exec"]
+        argv = [str(self.binary()), "exec"]
         if resume:
             argv += ["resume", resume]
         argv += ["--json", "--skip-git-repo-check"]
@@ -159,7 +151,9 @@ class CodexAdapter(HarnessAdapter):
             argv += ["--sandbox", "workspace-write"]
         return [*argv, "--", turn.user_text]
 
-    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+    def prepare(self, ctx: RunContext, turn: TurnContext) -> None:
+        """``$CODEX_HOME/config.toml`` and, in native mode, the deny rules (copies of both in
+        ``native/``)."""
         home = self.codex_home(ctx)
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(config_toml(ctx), encoding="utf-8")
@@ -168,38 +162,15 @@ class CodexAdapter(HarnessAdapter):
             (home / "rules").mkdir(exist_ok=True)
             (home / "rules" / "tracetrial.rules").write_text(rules, encoding="utf-8")
             shutil.copy2(home / "rules" / "tracetrial.rules", ctx.paths.native / "codex-tracetrial.rules")
-        native = ctx.paths.native
-        native.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(home / "config.toml", native / "codex-config.toml")
-        fresh = (
-            ctx.session_id is None
-            or turn.index == 1
-            or (turn.boundary is not None and turn.boundary.kind == "new_session")
-        )
-        resume = None if fresh else ctx.session_id
-        stdout, stderr = native / f"turn-{turn.index}.stdout", native / f"turn-{turn.index}.stderr"
-        argv = self.argv(ctx, turn, resume)
-        env = self.environment(ctx)
-        shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
-        (native / f"turn-{turn.index}.invocation.json").write_text(
-            json.dumps({"argv": argv, "cwd": str(ctx.workspace), "env": shown}, indent=1) + "\n", encoding="utf-8"
-        )
-        proc = run_process(
-            argv, env=env, cwd=ctx.workspace, stdout=stdout, stderr=stderr, timeout_s=max(1.0, turn.deadline_s)
-        )
-        thread = _thread_id(stdout)
-        ctx.session_id = thread or (None if fresh else ctx.session_id)
-        exit_code, error = signal_death(proc.exit_code, proc.error, "codex")
-        return TurnOutcome(
-            index=turn.index,
-            exit_code=exit_code,
-            timed_out=proc.timed_out,
-            duration_s=proc.duration_s,
-            stdout=stdout,
-            stderr=stderr,
-            session_id=ctx.session_id,
-            error=error,
-        )
+        shutil.copy2(home / "config.toml", ctx.paths.native / "codex-config.toml")
+
+    def session_from_output(self, stdout: Path) -> str | None:
+        """The thread id of the turn's ``thread.started`` line."""
+        for line in read_jsonl(stdout):
+            if line.data is not None and line.data.get("type") == "thread.started":
+                tid = line.data.get("thread_id")
+                return tid if isinstance(tid, str) else None
+        return None
 
     def collect(self, ctx: RunContext) -> list[Path]:
         """Copy every rollout of this run's ``CODEX_HOME`` to ``native/rollouts/``: each thread
@@ -221,22 +192,5 @@ class CodexAdapter(HarnessAdapter):
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
         rollouts = sorted((paths.native / "rollouts").glob("rollout-*.jsonl"))
         threads = {o.index: o.session_id for o in outcomes if o.session_id}
-        return normalize(turn_files(paths.native, [o.index for o in outcomes]), rollouts, run_id, threads=threads)
-
-
-def _thread_id(stdout: Path) -> str | None:
-    """The thread id of the turn's ``thread.started`` line, if it got that far."""
-    if not stdout.is_file():
-        return None
-    with stdout.open("rb") as fh:
-        for raw in fh:
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(data, dict) and data.get("type") == "thread.started":
-                tid = data.get("thread_id")
-                return tid if isinstance(tid, str) else None
-    return None
-
-
+        return normalize(turn_files(paths.native, [o.index for o in outcomes]), rollouts, run_id, threads=threads,
+                         at=recorded_time(outcomes))

@@ -64,38 +64,32 @@ from __future__ import annotations
 import heapq
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import MAIN, TraceBuilder, TurnFiles, json_arguments, read_jsonl, repeated_ids
 from harnesses.native import NativeLine as _Line
-from harnesses.native import TurnFiles, read_jsonl, unparseable_line
 from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantMessageEvent,
     ContextCompactionEvent,
-    EventBase,
     NativeDiagnosticEvent,
     NativeEvent,
-    RawStderrEvent,
     SubagentLifecycleEvent,
     TaskCompletionEvent,
     TokenUsage,
     TokenUsageEvent,
-    ToolCall,
-    ToolEvent,
     ToolResult,
-    utc_now,
 )
 
 HARNESS = "codex"
 SRC_STDOUT = f"native:{HARNESS}/stdout"
 SRC_STDERR = f"native:{HARNESS}/stderr"
 SRC_ROLLOUT = f"native:{HARNESS}/rollout"
-MAIN = "main"
 
 CALL_TYPES = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call"}
 OUTPUT_TYPES = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output"}
@@ -304,59 +298,26 @@ def _collab_anchors(records: list[tuple[str, _Line]]) -> dict[tuple[str, str, fr
     return out
 
 
-class _Normalizer:
+class _Normalizer(TraceBuilder):
     def __init__(self, run_id: str, at: datetime, rollouts: _Rollouts, scoped: set[str]):
-        self.run_id, self.at, self.rollouts, self.scoped = run_id, at, rollouts, scoped
-        self.events: list[EventBase] = []
-        self.calls: dict[tuple[str, str], ToolEvent] = {}  # (principal, trace call id) -> event
+        super().__init__(run_id, at, scoped)
+        self.rollouts = rollouts
         self.extra: dict[tuple[str, str], dict[str, Any]] = {}  # structured fields seen before the output
         self.used: dict[str, int] = {}  # thread -> rollout turns consumed
-        self.notes: list[str] = []
-        self.partial = False
-        self.parsed_any = False
-        self.unfinished: list[int] = []
         self.child_segments: dict[int, list[tuple[str, list[_Line]]]] = {}  # turn -> (child thread, segment)
         self.last_usage: set[tuple[str, int]] = set()  # (child thread, line) of a segment's last token_count
 
     def _env(self, turn: int | None, source: str, line: _Line, session: str | None, data: dict[str, Any],
              thread: str | None = None) -> dict[str, Any]:
         principal = self.rollouts.principal(thread)
-        env = {
-            "seq": 1,
-            "timestamp": self.at,
-            "run_id": self.run_id,
-            "source": source,
-            "conversation_turn": turn,
-            "session_id": session,
-            "principal_id": principal,
-            "principal_role": "main" if principal == MAIN else "child",
-            "source_event_seq": line.no,
-            "source_timestamp": data.get("timestamp"),
-            "raw_event": data,
-        }
+        env = self.base(source=source, conversation_turn=turn, session_id=session, principal_id=principal,
+                        principal_role="main" if principal == MAIN else "child", source_event_seq=line.no,
+                        source_timestamp=data.get("timestamp"), raw_event=data)
         if principal != MAIN:
             assert thread is not None
             env["session_id"] = self.rollouts.threads[thread].session
             env["parent_principal_id"] = self.rollouts.principal(self.rollouts.threads[thread].parent)
         return env
-
-    def _cid(self, native: str, turn: int | None, principal: str = MAIN) -> str:
-        if native not in self.scoped:
-            return native
-        return f"{native}#t{turn}" if principal == MAIN else f"{native}#t{turn}:{principal}"
-
-    def _add_call(self, env: dict[str, Any], native: str, turn: int | None, name: str, args: Any) -> None:
-        principal = env["principal_id"]
-        cid = self._cid(native, turn, principal)
-        event = ToolEvent(
-            **env,
-            tool_call=ToolCall(
-                id=cid, name=name, arguments=args, native_tool_call_id=native if cid != native else None
-            ),
-            tool_result=None,
-        )
-        self.calls[(principal, cid)] = event
-        self.events.append(event)
 
     # -- children --------------------------------------------------------------------------
     def assign_children(self, roots: dict[int, tuple[str, list[_Line]]]) -> list[tuple[str, list[_Line]]]:
@@ -438,8 +399,7 @@ class _Normalizer:
     def turn(self, files: TurnFiles, thread: str | None, segment: list[_Line] | None, started: bool) -> None:
         lines = list(read_jsonl(files.stdout))
         if started and segment is None:
-            self.partial = True
-            self.notes.append(
+            self.degrade(
                 f"turn {files.index}: no rollout records for thread {thread}; tool events "
                 "come from stdout items (not the model-facing text)"
             )
@@ -453,39 +413,17 @@ class _Normalizer:
         placed_lines = set(placed.values())
         finished = False
         rollout_done = False
-        for line in lines:
-            if line.data is None:
-                self.partial = True
-                self.notes.append(f"turn {files.index}: stdout line {line.no} unparseable ({line.error})")
-                self.events.append(
-                    unparseable_line(line, run_id=self.run_id, at=self.at, source=SRC_STDOUT, turn=files.index)
-                )
-                continue
-            self.parsed_any = True
-            kind = line.data.get("type")
+        for line, data in self.records(lines, source=SRC_STDOUT, turn=files.index):
+            kind = data.get("type")
             if line.no not in placed_lines:  # else emitted after its collab call's rollout record
-                self._stdout(files.index, line, line.data, thread, segment is None, completed)
+                self._stdout(files.index, line, data, thread, segment is None, completed)
             finished = finished or kind in ("turn.completed", "turn.failed")
             if kind == "turn.started" and segment is not None and not rollout_done:
                 self._rollout_turn(files.index, records, placed, lines, thread, completed)
                 rollout_done = True
         if not finished:
-            self.partial = True
-            self.unfinished.append(files.index)
-            self.notes.append(f"turn {files.index}: stdout has no turn.completed/turn.failed record")
-        if files.stderr is not None and files.stderr.is_file():
-            text = files.stderr.read_bytes().decode("utf-8", errors="replace")
-            if text.strip():
-                self.events.append(
-                    RawStderrEvent(
-                        seq=1,
-                        timestamp=self.at,
-                        run_id=self.run_id,
-                        source=SRC_STDERR,
-                        conversation_turn=files.index,
-                        text=text,
-                    )
-                )
+            self.unfinished_turn(files.index, f"turn {files.index}: stdout has no turn.completed/turn.failed record")
+        self.stderr(files, SRC_STDERR)
 
     def _place_collab(self, lines: list[_Line], records: list[tuple[str, _Line]]) -> dict[tuple[str, int], int]:
         """(thread, rollout line) -> the stdout ``collab_tool_call`` line placed right after it."""
@@ -578,15 +516,14 @@ class _Normalizer:
 
     def _item_tool(self, env: dict[str, Any], turn: int, item: dict[str, Any], kind: str) -> None:
         """Fallback without a rollout: a stdout item as the tool event (harness view, not model view)."""
-        cid = self._cid(item["id"], turn)
-        if (MAIN, cid) not in self.calls:
+        call = self.find(item["id"], turn)
+        if call is None:
             if item.get("type") == "mcp_tool_call":
                 name, args = f"mcp__{item.get('server')}__{item.get('tool')}", item.get("arguments")
             else:
                 name, args = "command_execution", {"command": item.get("command")}
-            self._add_call(env, item["id"], turn, name, args)
+            call = self.call(env, item["id"], turn, name, args)
         if kind == "item.completed":
-            call = self.calls[(MAIN, cid)]
             content = item.get("aggregated_output") if item.get("type") == "command_execution" else item.get("result")
             exit_code = item.get("exit_code") if isinstance(item.get("exit_code"), int) else None
             call.tool_result = ToolResult(content=content, status=item.get("status"), exit_code=exit_code)
@@ -661,28 +598,14 @@ class _Normalizer:
             name = str(p.get("name") or ptype)
             if p.get("namespace"):
                 name = f"{p['namespace']}__{name}"
-            raw = p.get("arguments", p.get("input", p.get("action")))
-            args: Any = raw
-            if isinstance(raw, str):
-                try:
-                    args = json.loads(raw)
-                except json.JSONDecodeError:
-                    args = raw  # kept verbatim: the model sent something that is not JSON
-            self._add_call(env, p.get("call_id") or p["id"], turn, name, args)
+            args = json_arguments(p.get("arguments", p.get("input", p.get("action"))))
+            self.call(env, p.get("call_id") or p["id"], turn, name, args, principal)
         elif ptype in OUTPUT_TYPES and isinstance(p.get("call_id"), str):
-            cid = self._cid(p["call_id"], turn, principal)
-            call = self.calls.get((principal, cid))
-            if call is None or call.tool_result is not None:
-                self.events.append(
-                    NativeEvent(
-                        **env,
-                        native_event_type="tool_output_unmatched",
-                        status=f"no call with call_id {p['call_id']!r} in this turn",
-                    )
-                )
-                return
-            extra = self.extra.pop((principal, cid), {})
-            call.tool_result = ToolResult(content=p.get("output"), **extra)
+            call = self.answered(env, p["call_id"], turn, principal=principal, unmatched="tool_output_unmatched",
+                                 missing="no call with call_id")
+            if call is not None:
+                extra = self.extra.pop((principal, self.trace_id(p["call_id"], turn, principal)), {})
+                call.tool_result = ToolResult(content=p.get("output"), **extra)
         else:
             self.events.append(NativeEvent(**env, native_event_type=f"response_item/{ptype}"))
 
@@ -730,7 +653,7 @@ class _Normalizer:
             duration = p.get("duration")
             if isinstance(duration, dict) and isinstance(duration.get("secs"), int):
                 extra["duration"] = duration["secs"] + (duration.get("nanos") or 0) / 1e9
-            self.extra[(principal, self._cid(p["call_id"], turn, principal))] = extra
+            self.extra[(principal, self.trace_id(p["call_id"], turn, principal))] = extra
         elif ptype in ("context_compacted",):
             self.events.append(ContextCompactionEvent(**env, native_event_type=f"event_msg/{ptype}"))
         elif principal != MAIN and ptype in CHILD_EVENT_MSG:
@@ -784,23 +707,23 @@ def _usage(usage: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def _repeated_ids(turns: Sequence[TurnFiles], rollouts: _Rollouts) -> set[str]:
-    """Stdout item ids seen in more than one turn, and call ids seen in more than one rollout
-    turn (each rollout turn is one CLI turn) or thread."""
-    items: dict[str, set[int]] = {}
+def _items(turns: Sequence[TurnFiles]) -> Iterator[tuple[str, int]]:
+    """(stdout item id, turn) of every item record."""
     for files in turns:
         for line in read_jsonl(files.stdout):
             item = (line.data or {}).get("item")
             if isinstance(item, dict) and isinstance(item.get("id"), str):
-                items.setdefault(item["id"], set()).add(files.index)
-    calls: dict[str, set[tuple[str, int]]] = {}
+                yield item["id"], files.index
+
+
+def _rollout_calls(rollouts: _Rollouts) -> Iterator[tuple[str, tuple[str, int]]]:
+    """(call id, (thread, rollout turn)) of every call record (a rollout turn is one CLI turn)."""
     for thread, segments in rollouts.turns.items():
         for n, segment in enumerate(segments):
             for line in segment:
                 p = (line.data or {}).get("payload")
                 if isinstance(p, dict) and p.get("type") in CALL_TYPES and isinstance(p.get("call_id"), str):
-                    calls.setdefault(p["call_id"], set()).add((thread, n))
-    return {i for i, t in items.items() if len(t) > 1} | {i for i, t in calls.items() if len(t) > 1}
+                    yield p["call_id"], (thread, n)
 
 
 def normalize(
@@ -809,17 +732,19 @@ def normalize(
     run_id: str,
     *,
     threads: dict[int, str] | None = None,
-    at: datetime | None = None,
+    at: datetime,
 ) -> NormalizedTrace:
     """Normalize archived Codex output of a run (turns in order) into Trace IR events.
 
-    ``threads`` maps a turn to its thread id when stdout lacks ``thread.started``.
+    ``threads`` maps a turn to its thread id when stdout lacks ``thread.started``; ``at`` is
+    every event's timestamp (the adapter passes the recorded turn time).
     """
     loaded = _Rollouts.load(rollouts)
-    norm = _Normalizer(run_id, at or utc_now(), loaded, _repeated_ids(turns, loaded))
+    # Stdout item ids seen in more than one turn, and call ids seen in more than one rollout
+    # turn or thread, get turn-scoped trace ids.
+    norm = _Normalizer(run_id, at, loaded, repeated_ids(_items(turns)) | repeated_ids(_rollout_calls(loaded)))
     for note in loaded.bad:
-        norm.partial = True
-        norm.notes.append(f"rollout {note}")
+        norm.degrade(f"rollout {note}")
     ordered = sorted(turns, key=lambda t: t.index)
     plans = {files.index: norm.plan(files, (threads or {}).get(files.index)) for files in ordered}
     roots = {i: (thread, seg) for i, (thread, seg, _) in plans.items() if thread is not None and seg is not None}
@@ -833,16 +758,5 @@ def normalize(
         if isinstance(e, (SubagentLifecycleEvent, TaskCompletionEvent)) and e.child_principal_id
     }
     for child in sorted(c for c in named if c not in loaded.threads):
-        norm.partial = True
-        norm.notes.append(f"child thread {child} is named by a collab record but has no archived rollout")
-    if not norm.parsed_any:
-        norm.notes.append("no parseable codex --json record in any turn")
-        status = "unavailable"
-    else:
-        status = "partial" if norm.partial else "complete"
-    return NormalizedTrace(
-        events=norm.events,
-        structured_trace_status=status,  # type: ignore[arg-type]
-        trace_complete=norm.parsed_any and not norm.unfinished,
-        notes=norm.notes,
-    )
+        norm.degrade(f"child thread {child} is named by a collab record but has no archived rollout")
+    return norm.trace(nothing="no parseable codex --json record in any turn")

@@ -53,12 +53,15 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
     WireFormat,
+    recorded_time,
 )
+from harnesses.cli_adapter import turn_outcome, write_invocation
 from harnesses.deepseek.normalize import normalize
 from harnesses.deepseek.rpc import Runtime
 from harnesses.install import PIP_HARNESSES, install_hint
 from harnesses.native import TurnFiles, turn_files
-from harnesses.runner import clean_env
+from harnesses.native import as_object as _obj
+from harnesses.runner import ProcessOutcome, clean_env
 from tracetrial.archive import RunPaths
 
 PROVIDER = "deepseek-official"
@@ -81,10 +84,6 @@ def runtime_paths() -> tuple[Path, Path] | None:
         return bundled_runtime_path(), bundled_default_config_path()
     except (FileNotFoundError, ValueError):
         return None
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _turn_status(messages: list[dict[str, Any]], session: str, receipt_index: int) -> str | None:
@@ -160,11 +159,7 @@ class DeepSeekAdapter(HarnessAdapter):
         env = self.environment(ctx, cordis)
         native = ctx.paths.native
         shutil.copy2(cordis, native / f"turn-{turn.index}.cordis.yml")
-        shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
-        (native / f"turn-{turn.index}.invocation.json").write_text(
-            json.dumps({"argv": [str(binary)], "cwd": str(ctx.workspace), "env": shown}, indent=1) + "\n",
-            encoding="utf-8",
-        )
+        write_invocation(native / f"turn-{turn.index}.invocation.json", [str(binary)], env, ctx)
         assert files.requests is not None and files.stderr is not None
         from apparatus.sandbox import current
 
@@ -196,12 +191,9 @@ class DeepSeekAdapter(HarnessAdapter):
         for path in (files.stdout, files.stderr, files.requests):
             path.touch()
 
-        stderr = files.stderr
-
         def outcome(code: int | None, error: str | None = None, timed_out: bool = False) -> TurnOutcome:
-            return TurnOutcome(index=turn.index, exit_code=code, timed_out=timed_out,
-                               duration_s=time.monotonic() - started, stdout=files.stdout, stderr=stderr,
-                               session_id=ctx.session_id, error=error)
+            proc = ProcessOutcome(code, timed_out, time.monotonic() - started, error)
+            return turn_outcome(turn.index, proc, files, ctx.session_id, "the DeepSeek Harness runtime")
 
         runtime = self._live.get(ctx.run_id)
         if runtime is not None and not runtime.alive:
@@ -215,9 +207,10 @@ class DeepSeekAdapter(HarnessAdapter):
             self._live[ctx.run_id] = runtime
         else:
             runtime.route(files.stdout, files.stderr, files.requests)
-        if ctx.session_id is None or turn.index == 1 or (turn.boundary is not None and turn.boundary.kind == "new_session"):
+        if turn.starts_session(ctx.session_id):
             ctx.session_id = f"session-tt-{uuid.uuid4().hex}"
         session = ctx.session_id
+        assert session is not None  # a turn without a session id yet starts one
         mark = len(runtime.messages)
         rid = runtime.send("session/prompt",
                            {"sessionId": session, "contentBlocks": [{"type": "text", "text": turn.user_text}]})
@@ -294,7 +287,8 @@ class DeepSeekAdapter(HarnessAdapter):
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
-        return normalize(turn_files(paths.native, [o.index for o in outcomes], requests=True), paths.native / "sessions", run_id)
+        turns = turn_files(paths.native, [o.index for o in outcomes], requests=True)
+        return normalize(turns, paths.native / "sessions", run_id, at=recorded_time(outcomes))
 
 
 def zstd_decompress(path: Path) -> bytes | None:

@@ -37,40 +37,41 @@ Call ids are the model's; an id seen in more than one turn is turn-scoped (``<id
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
+from harnesses.native import (
+    MAIN,
+    TraceBuilder,
+    TurnFiles,
+    json_arguments,
+    message_events,
+    read_jsonl,
+    repeated_ids,
+    single_text,
+)
 from harnesses.native import NativeLine as _Line
-from harnesses.native import TurnFiles, read_jsonl, unparseable_line
 from harnesses.native import as_list as _list
 from harnesses.native import as_object as _obj
 from tracetrial.trace import (
     AssistantDeltaEvent,
-    AssistantMessageEvent,
-    EventBase,
     ModelInputEvent,
     NativeDiagnosticEvent,
     NativeEvent,
     NativeSessionArchiveEvent,
-    RawStderrEvent,
     TokenUsage,
     TokenUsageEvent,
-    ToolCall,
-    ToolEvent,
     ToolResult,
-    utc_now,
 )
 
 HARNESS = "deepseek"
 SRC_STDOUT = f"native:{HARNESS}/stdout"
 SRC_STDERR = f"native:{HARNESS}/stderr"
 SRC_SESSION = f"native:{HARNESS}/session"
-MAIN = "main"
 
 #: assistant/chunk types folded into the assistant/message that lists them (sourceEventSeqs).
 FOLDED_CHUNKS = {"block-start", "block-end", "tool-call-delta", "usage", "finish"}
@@ -81,30 +82,8 @@ def _event(data: dict[str, Any]) -> dict[str, Any]:
     return _obj(_obj(data.get("params")).get("event"))
 
 
-def _content(blocks: Any) -> Any:
-    if isinstance(blocks, list) and len(blocks) == 1 and _obj(blocks[0]).get("type") == "text":
-        return blocks[0].get("text")
-    return blocks
-
-
-def _args(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw  # kept verbatim: the model sent something that is not JSON
-    return raw
-
-
 @dataclass
-class _Normalizer:
-    run_id: str
-    at: datetime
-    scoped: set[str]
-    events: list[EventBase] = field(default_factory=list)
-    calls: dict[str, ToolEvent] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    partial: bool = False
+class _Normalizer(TraceBuilder):
     finish: dict[tuple[Any, Any, Any], str] = field(default_factory=dict)  # (session, turn, step) -> reason
 
     def env(self, turn: int, line: _Line, data: dict[str, Any]) -> dict[str, Any]:
@@ -112,24 +91,18 @@ class _Normalizer:
         ev = _obj(params.get("event"))
         d = _obj(ev.get("data"))
         ts = ev.get("time")
-        return {
-            "seq": 1,
-            "timestamp": self.at,
-            "run_id": self.run_id,
-            "source": SRC_STDOUT,
-            "conversation_turn": turn,
-            "session_id": params.get("sessionId") if isinstance(params.get("sessionId"), str) else None,
-            "turn_id": d.get("turn") if isinstance(d.get("turn"), (int, str)) else None,
-            "step_id": d.get("step") if isinstance(d.get("step"), (int, str)) else None,
-            "principal_id": MAIN,
-            "principal_role": "main",
-            "source_event_seq": line.no,
-            "source_timestamp": str(ts) if isinstance(ts, (int, float)) else None,
-            "raw_event": data,
-        }
-
-    def cid(self, native: str, turn: int) -> str:
-        return f"{native}#t{turn}" if native in self.scoped else native
+        return self.base(
+            source=SRC_STDOUT,
+            conversation_turn=turn,
+            session_id=params.get("sessionId") if isinstance(params.get("sessionId"), str) else None,
+            turn_id=d.get("turn") if isinstance(d.get("turn"), (int, str)) else None,
+            step_id=d.get("step") if isinstance(d.get("step"), (int, str)) else None,
+            principal_id=MAIN,
+            principal_role="main",
+            source_event_seq=line.no,
+            source_timestamp=str(ts) if isinstance(ts, (int, float)) else None,
+            raw_event=data,
+        )
 
     def line(self, turn: int, line: _Line, methods: dict[str, str]) -> None:
         data = line.data or {}
@@ -205,29 +178,11 @@ class _Normalizer:
         model = _obj(msg.get("source")).get("model")
         model = model if isinstance(model, str) else None
         finish = self.finish.get((session, d.get("turn"), d.get("step")))
-        texts = [b for b in blocks if _obj(b).get("type") == "text"]
-        reasoning = [b for b in blocks if _obj(b).get("type") in ("reasoning", "thinking")]
-        others = [b for b in blocks if _obj(b).get("type") not in ("text", "reasoning", "thinking", "tool-call")]
-        for b in reasoning:
-            text = b.get("text", b.get("reasoning"))
-            self.events.append(AssistantMessageEvent(**env, message_id=mid, content_kind="reasoning", model=model,
-                                                     reasoning=text if isinstance(text, str) else None))
-        if texts or others:
-            content = texts[0].get("text") if len(texts) == 1 and not others else texts + others
-            self.events.append(AssistantMessageEvent(**env, message_id=mid, content=content, content_kind="text",
-                                                     model=model, finish_reason=finish))
+        self.events += message_events(env, blocks, tool_block="tool-call", reasoning_keys=("text", "reasoning"),
+                                      message_id=mid, model=model, finish_reason=finish)
         for b in blocks:
-            if _obj(b).get("type") != "tool-call" or not isinstance(b.get("id"), str):
-                continue
-            cid = self.cid(b["id"], turn)
-            call = ToolEvent(
-                **env,
-                tool_call=ToolCall(id=cid, name=str(b.get("name")), arguments=_args(b.get("arguments")),
-                                   native_tool_call_id=b["id"] if cid != b["id"] else None),
-                tool_result=None,
-            )
-            self.calls[cid] = call
-            self.events.append(call)
+            if _obj(b).get("type") == "tool-call" and isinstance(b.get("id"), str):
+                self.call(env, b["id"], turn, str(b.get("name")), json_arguments(b.get("arguments")))
         usage = _obj(d.get("usage"))
         if usage:
             def num(k: str) -> int | None:
@@ -249,21 +204,16 @@ class _Normalizer:
                                            status="no tool-result block"))
             return
         for b in blocks:
-            native = b.get("toolCallId")
-            cid = self.cid(native, turn) if isinstance(native, str) else None
-            call = self.calls.get(cid) if cid else None
-            if call is None or call.tool_result is not None:
-                self.events.append(NativeEvent(**env, native_event_type="tool_result_unmatched",
-                                               status=f"no call with toolCallId {native!r} in this turn"))
-                continue
-            call.tool_result = ToolResult(
-                content=_content(b.get("content")),
-                is_error=b.get("isError") if isinstance(b.get("isError"), bool) else None,
-            )
+            call = self.answered(env, b.get("toolCallId"), turn, missing="no call with toolCallId")
+            if call is not None:
+                call.tool_result = ToolResult(
+                    content=single_text(b.get("content")),
+                    is_error=b.get("isError") if isinstance(b.get("isError"), bool) else None,
+                )
 
 
-def _repeated_ids(turns: Sequence[TurnFiles]) -> set[str]:
-    seen: dict[str, set[int]] = {}
+def _tool_calls(turns: Sequence[TurnFiles]) -> Iterator[tuple[str, int]]:
+    """(native call id, turn) of every ``tool-call`` block of an ``assistant/message``."""
     for files in turns:
         for line in read_jsonl(files.stdout):
             ev = _event(line.data or {})
@@ -271,23 +221,15 @@ def _repeated_ids(turns: Sequence[TurnFiles]) -> set[str]:
                 continue
             for b in _list(_obj(_obj(ev.get("data")).get("message")).get("content")):
                 if _obj(b).get("type") == "tool-call" and isinstance(b.get("id"), str):
-                    seen.setdefault(b["id"], set()).add(files.index)
-    return {k for k, v in seen.items() if len(v) > 1}
+                    yield b["id"], files.index
 
 
-def normalize(
-    turns: Sequence[TurnFiles],
-    sessions: Path,
-    run_id: str,
-    *,
-    at: datetime | None = None,
-) -> NormalizedTrace:
+def normalize(turns: Sequence[TurnFiles], sessions: Path, run_id: str, *, at: datetime) -> NormalizedTrace:
     """Normalize the archived JSON-RPC wire of a run (turns in order) into Trace IR events;
-    ``sessions`` is ``native/sessions`` (the runtime's session archives)."""
+    ``sessions`` is ``native/sessions`` (the runtime's session archives); ``at`` is every
+    event's timestamp (the adapter passes the recorded turn time)."""
     ordered = sorted(turns, key=lambda t: t.index)
-    norm = _Normalizer(run_id, at or utc_now(), _repeated_ids(ordered))
-    parsed_any = False
-    unfinished: list[int] = []
+    norm = _Normalizer(run_id, at, repeated_ids(_tool_calls(ordered)))
     for files in ordered:
         methods: dict[str, str] = {}
         for line in read_jsonl(files.requests):
@@ -295,44 +237,20 @@ def normalize(
                 methods[str(line.data.get("id"))] = line.data["method"]
         prompted = "session/prompt" in methods.values()
         ended = False
-        for line in read_jsonl(files.stdout):
-            if line.data is None:
-                norm.partial = True
-                norm.notes.append(f"turn {files.index}: stdout line {line.no} unparseable ({line.error})")
-                norm.events.append(unparseable_line(line, run_id=run_id, at=norm.at, source=SRC_STDOUT,
-                                                    turn=files.index))
-                continue
-            parsed_any = True
+        for line, record in norm.records(read_jsonl(files.stdout), source=SRC_STDOUT, turn=files.index):
             norm.line(files.index, line, methods)
-            if _event(line.data).get("type") == "turn/end":
-                ended = True
+            ended = ended or _event(record).get("type") == "turn/end"
         if prompted and not ended:
-            norm.partial = True
-            unfinished.append(files.index)
-            norm.notes.append(f"turn {files.index}: the wire has no turn/end for the prompt")
-        if files.stderr is not None and files.stderr.is_file():
-            text = files.stderr.read_bytes().decode("utf-8", errors="replace")
-            if text.strip():
-                norm.events.append(RawStderrEvent(seq=1, timestamp=norm.at, run_id=run_id, source=SRC_STDERR,
-                                                  conversation_turn=files.index, text=text))
+            norm.unfinished_turn(files.index, f"turn {files.index}: the wire has no turn/end for the prompt")
+        norm.stderr(files, SRC_STDERR)
     last = ordered[-1].index if ordered else None
     if sessions.is_dir():
         for archive in sorted(sessions.glob("*/session.jsonl.zstd")):
             data = archive.read_bytes()
             norm.events.append(NativeSessionArchiveEvent(
-                seq=1, timestamp=norm.at, run_id=run_id, source=SRC_SESSION, conversation_turn=last,
+                **norm.base(source=SRC_SESSION, conversation_turn=last),
                 session_id=archive.parent.name, status="archived", format="jsonl+zstd",
                 artifact=f"native/sessions/{archive.parent.name}/{archive.name}",
                 sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
             ))
-    if not parsed_any:
-        norm.notes.append("no parseable JSON-RPC message from the runtime in any turn")
-        status = "unavailable"
-    else:
-        status = "partial" if norm.partial else "complete"
-    return NormalizedTrace(
-        events=norm.events,
-        structured_trace_status=status,  # type: ignore[arg-type]
-        trace_complete=parsed_any and not unfinished,
-        notes=norm.notes,
-    )
+    return norm.trace(nothing="no parseable JSON-RPC message from the runtime in any turn")

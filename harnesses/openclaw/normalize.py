@@ -30,36 +30,47 @@ and a main-principal ``task_completion`` carrying the result's own statements: f
 ``assistantTurns`` as ``model_calls``, the tool summary), stderr. Tool-call ids are the model's ids as the
 transcript stores them (OpenClaw rewrites them on the wire, e.g. ``call_1`` -> ``call1``); an
 id seen in more than one turn is turn-scoped (``<id>#t<n>``) with ``native_tool_call_id``.
+
+Indirect calls: OpenClaw defers MCP tools behind Tool Search, so the model calls them through
+the dispatcher tool ``tool_call`` (``call_tool`` too) with ``{"id": <tool>, "args": {...}}``.
+Such a call's tool event names the tool it reaches (``tool_call.name`` = the ``id``, e.g.
+``tickets__close_ticket``) with the inner arguments (:func:`unwrap_dispatch`); the dispatcher
+call as the model sent it stays in the event's ``raw_event`` (the transcript record). Its
+result is the dispatcher's (content verbatim, with OpenClaw's untrusted-content framing).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import TurnFiles
+from harnesses.native import (
+    MAIN,
+    TraceBuilder,
+    TurnFiles,
+    json_arguments,
+    message_events,
+    read_jsonl,
+    repeated_ids,
+    seconds,
+    single_text,
+)
 from harnesses.native import as_list as _list
 from harnesses.native import as_object as _obj
 from tracetrial.trace import (
-    AssistantMessageEvent,
     ContextCompactionEvent,
-    EventBase,
     NativeDiagnosticEvent,
     NativeEvent,
-    RawStderrEvent,
     RawStdoutEvent,
     TaskCompletionEvent,
     TokenUsage,
     TokenUsageEvent,
-    ToolCall,
-    ToolEvent,
     ToolResult,
-    utc_now,
 )
 
 HARNESS = "openclaw"
@@ -67,7 +78,9 @@ SRC_STDOUT = f"native:{HARNESS}/stdout"
 SRC_STDERR = f"native:{HARNESS}/stderr"
 SRC_TRANSCRIPT = f"native:{HARNESS}/transcript"
 SRC_TRAJECTORY = f"native:{HARNESS}/trajectory"
-MAIN = "main"
+#: OpenClaw's Tool Search dispatcher: deferred tools (MCP tools among them) are called through
+#: it with ``{"id": <tool>, "args": {...}}`` (the declared schema; ``input`` is its alias).
+DISPATCH_TOOLS = ("tool_call", "call_tool")
 
 #: Session-store tables the adapter dumps (table -> SQL order: insertion order).
 SQLITE_TABLES: dict[str, str] = {
@@ -94,21 +107,8 @@ class _Row:
 
 
 def _read_dump(path: Path) -> Iterator[_Row]:
-    if not path.is_file():
-        return
-    raw = path.read_bytes().decode("utf-8", errors="replace")
-    for no, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield _Row(path.name, no, None, text, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(data, dict):
-            yield _Row(path.name, no, None, text, f"not a JSON object ({type(data).__name__})")
-            continue
-        yield _Row(path.name, no, data, text)
+    for line in read_jsonl(path):
+        yield _Row(path.name, line.no, line.data, line.text, line.error)
 
 
 @dataclass
@@ -160,40 +160,27 @@ def _usage(raw: Any) -> TokenUsage | None:
     )
 
 
-def _content(blocks: Any) -> Any:
-    """A single text block as its text (verbatim); anything else as stored."""
-    if isinstance(blocks, list) and len(blocks) == 1 and _obj(blocks[0]).get("type") == "text":
-        return blocks[0].get("text")
-    return blocks
+def unwrap_dispatch(name: str, arguments: Any) -> tuple[str, Any]:
+    """The tool a call reaches and its arguments: a call of the dispatcher (``tool_call`` /
+    ``call_tool``) whose arguments (an object, or a JSON string of one) name the tool by a
+    string ``id`` becomes a call of that tool with the inner arguments — ``args``, else its
+    alias ``input``, else the other keys (OpenClaw passes those to the tool itself); any
+    other call is returned as it is. The native call stays in the event's ``raw_event``."""
+    params = json_arguments(arguments) if name in DISPATCH_TOOLS else None
+    if not isinstance(params, dict) or not isinstance(params.get("id"), str) or not params["id"]:
+        return name, arguments
+    nested = params["args"] if params.get("args") is not None else params.get("input")
+    if nested is not None and nested != {}:
+        return params["id"], nested
+    return params["id"], {k: v for k, v in params.items() if k not in ("id", "args", "input")}
 
 
 @dataclass
-class _Normalizer:
-    run_id: str
-    at: datetime
-    scoped: set[str]
-    events: list[EventBase] = field(default_factory=list)
-    calls: dict[str, ToolEvent] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    partial: bool = False
-
+class _Normalizer(TraceBuilder):
     def env(self, turn: int, source: str, session: str | None, seq: int | None, ts: Any, raw: Any) -> dict[str, Any]:
-        return {
-            "seq": 1,
-            "timestamp": self.at,
-            "run_id": self.run_id,
-            "source": source,
-            "conversation_turn": turn,
-            "session_id": session,
-            "principal_id": MAIN,
-            "principal_role": "main",
-            "source_event_seq": seq,
-            "source_timestamp": ts if isinstance(ts, str) else None,
-            "raw_event": raw,
-        }
-
-    def cid(self, native: str, turn: int) -> str:
-        return f"{native}#t{turn}" if native in self.scoped else native
+        return self.base(source=source, conversation_turn=turn, session_id=session, principal_id=MAIN,
+                         principal_role="main", source_event_seq=seq,
+                         source_timestamp=ts if isinstance(ts, str) else None, raw_event=raw)
 
     # -- transcript --------------------------------------------------------------------------
     def transcript(self, turn: int, row: _Row) -> None:
@@ -225,43 +212,14 @@ class _Normalizer:
         role = msg.get("role")
         if role == "assistant":
             blocks = _list(msg.get("content"))
-            texts = [b for b in blocks if _obj(b).get("type") == "text"]
-            thinking = [b for b in blocks if _obj(b).get("type") in ("thinking", "reasoning")]
-            others = [b for b in blocks if _obj(b).get("type") not in ("text", "thinking", "reasoning", "toolCall")]
             mid = ev.get("id") if isinstance(ev.get("id"), str) else None
             model = msg.get("model") if isinstance(msg.get("model"), str) else None
             stop = msg.get("stopReason") if isinstance(msg.get("stopReason"), str) else None
-            for b in thinking:
-                text = b.get("thinking", b.get("text"))
-                self.events.append(
-                    AssistantMessageEvent(
-                        **env, message_id=mid, content_kind="reasoning", model=model,
-                        reasoning=text if isinstance(text, str) else None,
-                    )
-                )
-            if texts or others:
-                content = texts[0].get("text") if len(texts) == 1 and not others else texts + others
-                self.events.append(
-                    AssistantMessageEvent(
-                        **env, message_id=mid, content=content, content_kind="text", model=model, finish_reason=stop
-                    )
-                )
+            self.events += message_events(env, blocks, tool_block="toolCall", reasoning_keys=("thinking", "text"),
+                                          message_id=mid, model=model, finish_reason=stop)
             for b in blocks:
-                if _obj(b).get("type") != "toolCall" or not isinstance(b.get("id"), str):
-                    continue
-                cid = self.cid(b["id"], turn)
-                call = ToolEvent(
-                    **env,
-                    tool_call=ToolCall(
-                        id=cid,
-                        name=str(b.get("name")),
-                        arguments=b.get("arguments"),
-                        native_tool_call_id=b["id"] if cid != b["id"] else None,
-                    ),
-                    tool_result=None,
-                )
-                self.calls[cid] = call
-                self.events.append(call)
+                if _obj(b).get("type") == "toolCall" and isinstance(b.get("id"), str):
+                    self.call(env, b["id"], turn, *unwrap_dispatch(str(b.get("name")), b.get("arguments")))
             if msg.get("errorMessage") or stop == "error":
                 self.events.append(
                     NativeDiagnosticEvent(**env, diagnostic_type="assistant_error", detail=msg.get("errorMessage"))
@@ -276,25 +234,16 @@ class _Normalizer:
                     )
                 )
         elif role == "toolResult" and isinstance(msg.get("toolCallId"), str):
-            cid = self.cid(msg["toolCallId"], turn)
-            found = self.calls.get(cid)
-            if found is None or found.tool_result is not None:
-                self.events.append(
-                    NativeEvent(
-                        **env,
-                        native_event_type="transcript/tool_result_unmatched",
-                        status=f"no call with id {msg['toolCallId']!r} in this turn",
-                    )
-                )
+            found = self.answered(env, msg["toolCallId"], turn, unmatched="transcript/tool_result_unmatched")
+            if found is None:
                 return
             details = _obj(msg.get("details"))
-            duration = details.get("durationMs")
             found.tool_result = ToolResult(
-                content=_content(msg.get("content")),
+                content=single_text(msg.get("content")),
                 is_error=msg.get("isError") if isinstance(msg.get("isError"), bool) else None,
                 status=details.get("status") if isinstance(details.get("status"), str) else None,
                 exit_code=details.get("exitCode") if isinstance(details.get("exitCode"), int) else None,
-                duration=duration / 1000 if isinstance(duration, (int, float)) else None,
+                duration=seconds(details.get("durationMs")),
             )
         else:
             self.events.append(NativeEvent(**env, native_event_type=f"transcript/message/{role}"))
@@ -330,10 +279,8 @@ class _Normalizer:
     def result(self, turn: int, res: _TurnResult) -> None:
         if res.data is None:
             self.events.append(
-                RawStdoutEvent(
-                    seq=1, timestamp=self.at, run_id=self.run_id, source=SRC_STDOUT, conversation_turn=turn,
-                    text=res.text, stream_seq=1, parseable=False, parse_error=res.error,
-                )
+                RawStdoutEvent(**self.base(source=SRC_STDOUT, conversation_turn=turn), text=res.text, stream_seq=1,
+                               parseable=False, parse_error=res.error)
             )
             return
         env = self.env(turn, SRC_STDOUT, res.session_id, 1, None, res.data)
@@ -434,16 +381,15 @@ def _assign_transcript(rows: list[_Row], turn_of_run: dict[str, int], fallback: 
     return out
 
 
-def _call_ids(rows: list[_Row], turns: dict[int, int]) -> set[str]:
-    seen: dict[str, set[int]] = {}
+def _call_ids(rows: list[_Row], turns: dict[int, int]) -> Iterator[tuple[str, int]]:
+    """(native call id, turn) of every ``toolCall`` block of the transcript rows placed in a turn."""
     for i, row in enumerate(rows):
         msg = _obj(row.event.get("message"))
         if msg.get("role") != "assistant" or i not in turns:
             continue
         for b in _list(msg.get("content")):
             if _obj(b).get("type") == "toolCall" and isinstance(b.get("id"), str):
-                seen.setdefault(b["id"], set()).add(turns[i])
-    return {k for k, v in seen.items() if len(v) > 1}
+                yield b["id"], turns[i]
 
 
 def normalize(
@@ -452,17 +398,17 @@ def normalize(
     run_id: str,
     *,
     sessions: dict[int, str] | None = None,
-    at: datetime | None = None,
+    at: datetime,
 ) -> NormalizedTrace:
     """Normalize archived OpenClaw output of a run (turns in order) into Trace IR events.
 
     ``store`` is ``native/openclaw`` (one folder per agent with the table dumps); ``sessions``
-    maps a turn to the session id the adapter recorded (used when a turn's stdout is missing).
+    maps a turn to the session id the adapter recorded (used when a turn's stdout is missing);
+    ``at`` is every event's timestamp (the adapter passes the recorded turn time).
     """
     ordered = sorted(turns, key=lambda t: t.index)
     results = {t.index: _read_result(t.stdout) for t in ordered}
-    notes: list[str] = []
-    partial = False
+    norm = _Normalizer(run_id, at)
 
     transcript: list[_Row] = []
     runtime: list[_Row] = []
@@ -488,8 +434,7 @@ def normalize(
     orphans = [t.index for t in ordered if results[t.index].run_id is None]
     for rid, index in zip(unclaimed, orphans):
         turn_of_run[rid] = index
-        partial = True
-        notes.append(f"turn {index}: no run id on stdout; runtime run {rid} assigned by order of appearance")
+        norm.degrade(f"turn {index}: no run id on stdout; runtime run {rid} assigned by order of appearance")
     session_turn: dict[str, int] = {}
     for t in ordered:
         sid = results[t.index].session_id or (sessions or {}).get(t.index)
@@ -497,14 +442,13 @@ def normalize(
             session_turn[sid] = t.index
 
     tturn = _assign_transcript(transcript, turn_of_run, session_turn)
-    norm = _Normalizer(run_id, at or utc_now(), _call_ids(transcript, tturn))
+    norm.scoped = repeated_ids(_call_ids(transcript, tturn))
     last = ordered[-1].index if ordered else 1
     for i, row in enumerate(transcript):
         if i not in tturn:
             tturn[i] = last
-            partial = True
             data = row.data or {}
-            notes.append(f"transcript row session={data.get('session_id')!r} seq={data.get('seq')!r} "
+            norm.degrade(f"transcript row session={data.get('session_id')!r} seq={data.get('seq')!r} "
                          f"matches no turn's run; placed in turn {last}")
     rturn: dict[int, int] = {}
     for i, row in enumerate(runtime):
@@ -513,15 +457,12 @@ def normalize(
             rturn[i] = turn_of_run[rid]
         else:
             rturn[i] = last
-            partial = True
-            notes.append(f"runtime row run={rid!r} matches no turn; placed in turn {last}")
+            norm.degrade(f"runtime row run={rid!r} matches no turn; placed in turn {last}")
 
     for row in bad:
-        partial = True
-        notes.append(f"{row.file} line {row.no}: {row.error}")
+        norm.degrade(f"{row.file} line {row.no}: {row.error}")
 
-    unfinished: list[int] = []
-    any_native = bool(transcript or runtime)
+    norm.parsed_any = bool(transcript or runtime)
     for t in ordered:
         res = results[t.index]
         pre: list[_Row] = []
@@ -542,38 +483,16 @@ def normalize(
             norm.runtime(t.index, row)
         if t.index == last:
             for row in bad:  # malformed dump lines stay visible
+                source = SRC_TRANSCRIPT if row.file.startswith("transcript") else SRC_TRAJECTORY
                 norm.events.append(
-                    NativeEvent(
-                        seq=1, timestamp=norm.at, run_id=run_id, source=SRC_TRANSCRIPT
-                        if row.file.startswith("transcript") else SRC_TRAJECTORY,
-                        conversation_turn=t.index, source_event_seq=row.no,
-                        native_event_type="malformed_record", status=row.error, raw_event=row.text,
-                    )
+                    NativeEvent(**norm.base(source=source, conversation_turn=t.index, source_event_seq=row.no),
+                                native_event_type="malformed_record", status=row.error, raw_event=row.text)
                 )
         norm.result(t.index, res)
         if res.data is None:
-            partial = True
-            unfinished.append(t.index)
-            notes.append(f"turn {t.index}: stdout has no JSON result ({res.error})")
+            norm.unfinished_turn(t.index, f"turn {t.index}: stdout has no JSON result ({res.error})")
         elif not any(tturn[i] == t.index for i in range(len(transcript))):
-            partial = True
-            notes.append(f"turn {t.index}: no transcript rows for run {res.run_id} (tool exchange not observable)")
-        any_native = any_native or res.data is not None
-        if t.stderr is not None and t.stderr.is_file():
-            text = t.stderr.read_bytes().decode("utf-8", errors="replace")
-            if text.strip():
-                norm.events.append(
-                    RawStderrEvent(seq=1, timestamp=norm.at, run_id=run_id, source=SRC_STDERR,
-                                   conversation_turn=t.index, text=text)
-                )
-    if not any_native:
-        notes.append("no parseable OpenClaw result and no session records in any turn")
-        status = "unavailable"
-    else:
-        status = "partial" if partial or norm.partial else "complete"
-    return NormalizedTrace(
-        events=norm.events,
-        structured_trace_status=status,  # type: ignore[arg-type]
-        trace_complete=any_native and not unfinished,
-        notes=notes + norm.notes,
-    )
+            norm.degrade(f"turn {t.index}: no transcript rows for run {res.run_id} (tool exchange not observable)")
+        norm.parsed_any = norm.parsed_any or res.data is not None
+        norm.stderr(t, SRC_STDERR)
+    return norm.trace(nothing="no parseable OpenClaw result and no session records in any turn")

@@ -75,9 +75,9 @@ class ReferenceAdapter(HarnessAdapter):
     def _session_args(self, ctx: RunContext, turn: TurnContext) -> list[str]:
         current = self._sessions.get(ctx.run_id) or ctx.session_id
         b = turn.boundary
-        fresh = turn.index == 1 or current is None or (b is not None and b.kind == "new_session")
-        if not fresh:
-            return ["--resume", current]  # type: ignore[list-item]
+        if not turn.starts_session(current):
+            assert current is not None
+            return ["--resume", current]
         new_id = f"s-{uuid.uuid4().hex[:12]}"
         args = ["--new-session", "--session-id", new_id]
         if b is not None and b.kind == "new_session" and b.history_replayed and current:

@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnesses.base import NormalizedTrace, TurnOutcome
+from harnesses.base import EPOCH, NormalizedTrace, TurnOutcome
 from harnesses.reference.records import NativeRecord
 from tracetrial.archive import RunPaths
 from tracetrial.trace import (
@@ -64,7 +64,6 @@ from tracetrial.trace import (
 
 LOG_NAME = "reference-events.jsonl"
 SOURCE = f"native:reference/{LOG_NAME}"
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _ts(text: str) -> datetime:

@@ -133,6 +133,26 @@ def make_workspace(dest: Path) -> Path:
     return dest
 
 
+#: The gateway key of the unit tests' run contexts (never written to an archive).
+TEST_KEY = "sk-tt-test-0123456789abcdef"
+
+
+def run_context(tmp_path: Path, *, url: str, mcp: bool = False, mode: str = "bypass") -> RunContext:
+    """Run ``r1`` of the example pack under ``tmp_path`` (``run/``, ``home/``, ``ws/``) with
+    the gateway at ``url``; ``mcp`` adds the lookup MCP server."""
+    paths = RunPaths(tmp_path / "run")
+    paths.make()
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    servers = [McpServer("lookup", "/usr/bin/python3", (str(MCP_SERVER),), {"LOOKUP_MODE": "test"})] if mcp else []
+    return RunContext(
+        run_id="r1", task=load_task(EXAMPLE_PACK), paths=paths, workspace=make_workspace(tmp_path / "ws"),
+        model="probe", gateway_base_url=url, gateway_key=TEST_KEY, mcp_servers=servers,
+        permission_mode=mode,  # type: ignore[arg-type]
+        wall_clock_s=60, home=home,
+    )
+
+
 def base_url(server_url: str, wire: str, run_id: str) -> str:
     """What the gateway hands out: ``/tt/probe/<run>`` (anthropic) or ``…/v1`` (responses)."""
     return f"{server_url}/tt/probe/{run_id}" + ("/v1" if wire == "responses" else "")

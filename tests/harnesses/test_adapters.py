@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.base import HarnessAdapter, McpServer, RunContext, TurnContext
+from harnesses.base import HarnessAdapter, RunContext, TurnContext
 from harnesses.claude_code.adapter import MODEL_ENV_VARS, ClaudeCodeAdapter
 from harnesses.codex import adapter as codex_adapter
 from harnesses.codex.adapter import CodexAdapter, config_toml
@@ -25,38 +25,19 @@ from tests.harnesses.capture import (
     MCP_SERVER,
     Case,
     base_url,
-    make_workspace,
     run_case,
+    run_context,
 )
+from tests.harnesses.capture import TEST_KEY as KEY
 from tests.harnesses.conftest import load_golden, needs_claude, needs_codex
 from tests.harnesses.scripted_server import Reply, ScriptedServer, text
-from tracetrial.archive import RunPaths
 from tracetrial.task import PermissionSpec, load_task
-
-KEY = "sk-tt-test-0123456789abcdef"
 
 
 def make_ctx(
     tmp_path: Path, adapter: HarnessAdapter, *, mode: str = "bypass", mcp: bool = False, url: str = "http://127.0.0.1:9"
 ) -> RunContext:
-    paths = RunPaths(tmp_path / "run")
-    paths.make()
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    servers = [McpServer("lookup", "/usr/bin/python3", (str(MCP_SERVER),), {"LOOKUP_MODE": "test"})] if mcp else []
-    return RunContext(
-        run_id="r1",
-        task=load_task(EXAMPLE_PACK),
-        paths=paths,
-        workspace=make_workspace(tmp_path / "ws"),
-        model="probe",
-        gateway_base_url=base_url(url, adapter.wire_format, "r1"),
-        gateway_key=KEY,
-        mcp_servers=servers,
-        permission_mode=mode,
-        wall_clock_s=60,
-        home=home,
-    )  # type: ignore[arg-type]
+    return run_context(tmp_path, url=base_url(url, adapter.wire_format, "r1"), mcp=mcp, mode=mode)
 
 
 def test_registry_builds_both_adapters() -> None:
@@ -123,8 +104,12 @@ def test_claude_environment_is_clean_and_routes_every_model_alias(
 def test_claude_flags_per_permission_mode(tmp_path: Path) -> None:
     adapter = ClaudeCodeAdapter()
     turn = TurnContext(1, "-starts with a dash", None, 30)
-    bypass = adapter.argv(make_ctx(tmp_path / "a", adapter, mcp=True), turn, ["--session-id", "s"])
-    native = adapter.argv(make_ctx(tmp_path / "b", adapter, mode="native", mcp=True), turn, ["--session-id", "s"])
+    fresh = make_ctx(tmp_path / "a", adapter, mcp=True)
+    fresh.session_id = "s-new"  # a fresh session has the id the adapter chose
+    bypass = adapter.argv(fresh, turn, None)
+    native = adapter.argv(make_ctx(tmp_path / "b", adapter, mode="native", mcp=True), turn, "s-old")
+    assert bypass[bypass.index("--session-id") + 1] == "s-new" and "--resume" not in bypass
+    assert native[native.index("--resume") + 1] == "s-old" and "--session-id" not in native
     assert "--dangerously-skip-permissions" in bypass and "--dangerously-skip-permissions" not in native
     allowed = [native[i + 1] for i, a in enumerate(native) if a == "--allowedTools"]
     assert allowed == ["Bash", "mcp__lookup"]
@@ -145,7 +130,7 @@ def test_deny_prefixes_become_native_rules(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, adapter, mode="native")
     spec = ctx.task.spec.model_copy(update={"permissions": PermissionSpec(mode="native", deny=["rm", "git push"])})
     ctx.task = dataclasses.replace(ctx.task, spec=spec)
-    argv = adapter.argv(ctx, TurnContext(1, "hi", None, 30), [])
+    argv = adapter.argv(ctx, TurnContext(1, "hi", None, 30), None)
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--disallowedTools"] == ["Bash(rm:*)", "Bash(git push:*)"]
     from harnesses.codex.adapter import deny_rules
 

@@ -20,13 +20,12 @@ from harnesses.base import RunContext, TurnContext
 from harnesses.deepseek import adapter as ds_adapter
 from harnesses.deepseek.adapter import DeepSeekAdapter, runtime_paths
 from harnesses.registry import get_harness
-from tests.harnesses.capture import EXAMPLE_PACK, make_workspace
+from tests.harnesses.capture import TEST_KEY as KEY
+from tests.harnesses.capture import run_context
 from tests.harnesses.conftest import load_golden
-from tracetrial.archive import RunPaths
 from tracetrial.eligibility import eligibility
 from tracetrial.task import load_task
 
-KEY = "sk-tt-test-0123456789abcdef"
 REPO = Path(__file__).resolve().parents[2]
 needs_deepseek = pytest.mark.skipif(
     DeepSeekAdapter().unavailable_reason() is not None, reason="deepseek not installed (tracetrial install deepseek)"
@@ -34,15 +33,7 @@ needs_deepseek = pytest.mark.skipif(
 
 
 def make_ctx(tmp_path: Path, url: str = "http://127.0.0.1:9/tt/probe/r1/v1") -> RunContext:
-    paths = RunPaths(tmp_path / "run")
-    paths.make()
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    return RunContext(
-        run_id="r1", task=load_task(EXAMPLE_PACK), paths=paths, workspace=make_workspace(tmp_path / "ws"),
-        model="probe", gateway_base_url=url, gateway_key=KEY, mcp_servers=[], permission_mode="bypass",
-        wall_clock_s=60, home=home,
-    )
+    return run_context(tmp_path, url=url)
 
 
 def test_registry_builds_the_adapter() -> None:

@@ -15,17 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.base import McpServer, RunContext, TurnContext
+from harnesses.base import RunContext, TurnContext
 from harnesses.install import pinned_npm_version, tool_bin
 from harnesses.openclaw.adapter import KEY_VAR, OpenClawAdapter, config_dict
 from harnesses.registry import get_harness
-from tests.harnesses.capture import EXAMPLE_PACK, MCP_SERVER, make_workspace
+from tests.harnesses.capture import MCP_SERVER, run_context
+from tests.harnesses.capture import TEST_KEY as KEY
 from tests.harnesses.conftest import load_golden
-from tracetrial.archive import RunPaths
 from tracetrial.eligibility import eligibility
 from tracetrial.task import load_task
 
-KEY = "sk-tt-test-0123456789abcdef"
 REPO = Path(__file__).resolve().parents[2]
 needs_openclaw = pytest.mark.skipif(
     OpenClawAdapter().unavailable_reason() is not None, reason="openclaw not installed (tracetrial install openclaw)"
@@ -33,16 +32,7 @@ needs_openclaw = pytest.mark.skipif(
 
 
 def make_ctx(tmp_path: Path, *, mcp: bool = False, url: str = "http://127.0.0.1:9/tt/probe/r1/v1") -> RunContext:
-    paths = RunPaths(tmp_path / "run")
-    paths.make()
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    servers = [McpServer("lookup", "/usr/bin/python3", (str(MCP_SERVER),), {"LOOKUP_MODE": "test"})] if mcp else []
-    return RunContext(
-        run_id="r1", task=load_task(EXAMPLE_PACK), paths=paths, workspace=make_workspace(tmp_path / "ws"),
-        model="probe", gateway_base_url=url, gateway_key=KEY, mcp_servers=servers, permission_mode="bypass",
-        wall_clock_s=60, home=home,
-    )
+    return run_context(tmp_path, url=url, mcp=mcp)
 
 
 def test_registry_builds_the_adapter() -> None:
@@ -117,15 +107,16 @@ def test_environment_is_clean_and_keeps_state_and_temp_files_in_the_run(
 def test_flags_fresh_exec_and_native_resume(tmp_path: Path) -> None:
     adapter = OpenClawAdapter()
     ctx = make_ctx(tmp_path)
-    prompt = tmp_path / "p.txt"
-    fresh = adapter.argv(ctx, TurnContext(1, "-dash", None, 60), prompt, None)
+    prompt = ctx.home / "tt-prompts" / "turn-1.txt"
+    fresh = adapter.argv(ctx, TurnContext(1, "-dash", None, 60), None)
     assert fresh[1:3] == ["agent", "exec"] and fresh[fresh.index("--timeout") + 1] == "55"
     assert fresh[fresh.index("--state-dir") + 1] == str(ctx.home / "openclaw-state")
     assert fresh[fresh.index("--config") + 1] == str(ctx.home / "openclaw-state" / "openclaw.json")
     assert fresh[fresh.index("--cwd") + 1] == str(ctx.workspace) and "--json" in fresh
     assert fresh[-2:] == ["--message-file", str(prompt)]  # the prompt is never read as a flag
-    resume = adapter.argv(ctx, TurnContext(2, "x", None, 3), prompt, "sess-1")
+    resume = adapter.argv(ctx, TurnContext(2, "x", None, 3), "sess-1")
     assert resume[1:3] == ["agent", "--local"] and resume[resume.index("--session-id") + 1] == "sess-1"
+    assert resume[-2:] == ["--message-file", str(ctx.home / "tt-prompts" / "turn-2.txt")]
     assert resume[resume.index("--timeout") + 1] == "1"
 
 

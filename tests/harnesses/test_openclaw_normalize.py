@@ -29,6 +29,7 @@ from harnesses.openclaw.normalize import (
     SRC_TRAJECTORY,
     SRC_TRANSCRIPT,
     normalize,
+    unwrap_dispatch,
 )
 from tests.harnesses.conftest import AT, Golden, dump, golden_cases, load_golden
 from tracetrial.trace import (
@@ -146,15 +147,60 @@ def test_rule7_large_output_truncation_wording_kept_and_exit_line_lost() -> None
 def test_mcp_tools_go_through_tool_search_and_the_transcript_redacts_key_arguments() -> None:
     trace = run(load_golden(HARNESS, "mcp_native"))
     calls = tools(trace)
-    assert [c.tool_call.name for c in calls] == ["tool_search", "tool_call", "tool_search", "tool_call", "exec"]
+    # OpenClaw calls the deferred MCP tool through its Tool Search dispatcher ``tool_call``; the
+    # tool event is the call of the tool it reaches, with the inner arguments
+    assert [c.tool_call.name for c in calls] == ["tool_search", "lookup__lookup", "tool_search", "lookup__lookup", "exec"]
     alpha, boom = calls[1], calls[3]
     # OpenClaw persists MCP arguments named "key" masked: the trace keeps what the harness recorded
-    assert alpha.tool_call.arguments == {"id": "lookup__lookup", "args": {"key": "***"}}
+    assert alpha.tool_call.arguments == {"key": "***"}
+    # what the harness natively did stays in the event's native record
+    (block,) = [b for b in alpha.raw_event["message"]["content"] if b.get("id") == alpha.tool_call.id]
+    assert (block["name"], block["arguments"]) == ("tool_call", {"id": "lookup__lookup", "args": {"key": "***"}})
     assert alpha.tool_result is not None and boom.tool_result is not None
     assert "value-of-alpha" in alpha.tool_result.content and "EXTERNAL_UNTRUSTED_CONTENT" in alpha.tool_result.content
     assert (alpha.tool_result.is_error, boom.tool_result.is_error) == (False, True)
     assert "lookup failed: no key 'boom'" in boom.tool_result.content
     assert calls[4].tool_result is not None and calls[4].tool_result.exit_code == 0  # full exec policy: not denied
+
+
+def test_a_dispatcher_call_with_json_string_arguments_is_unwrapped_the_same(tmp_path: Path) -> None:
+    """The model may send the dispatcher's arguments as a JSON string: same tool event."""
+    g = load_golden(HARNESS, "mcp_native").copy_to(tmp_path / "case")
+    data = rows(g)
+    for r in data:
+        for b in r["event"].get("message", {}).get("content") or []:
+            if isinstance(b, dict) and b.get("name") == "tool_call":
+                b["arguments"] = json.dumps(b["arguments"])
+    write_rows(g, data)
+    reached = [(c.tool_call.name, c.tool_call.arguments) for c in tools(run(g)) if c.tool_call.name.startswith("lookup")]
+    assert reached == [("lookup__lookup", {"key": "***"}), ("lookup__lookup", {"key": "***"})]
+
+
+UNCHANGED = None
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "reached"),
+    [
+        ("tool_call", {"id": "tickets__close_ticket", "args": {"ticket_id": "TCK-1"}},
+         ("tickets__close_ticket", {"ticket_id": "TCK-1"})),
+        ("call_tool", '{"id": "billing__create_invoice", "args": {"qty": 1}}', ("billing__create_invoice", {"qty": 1})),
+        ("tool_call", {"id": "mcp:tickets:tickets__get_ticket", "args": {}}, ("mcp:tickets:tickets__get_ticket", {})),
+        ("tool_call", {"id": "tickets__get_ticket", "input": {"ticket_id": "T"}}, ("tickets__get_ticket", {"ticket_id": "T"})),
+        ("tool_call", {"id": "tickets__get_ticket", "ticket_id": "T"}, ("tickets__get_ticket", {"ticket_id": "T"})),
+        ("tool_call", {"id": "tickets__get_ticket", "args": {}, "ticket_id": "T"}, ("tickets__get_ticket", {"ticket_id": "T"})),
+        ("tool_call", {"id": "tickets__get_ticket", "args": "not an object"}, ("tickets__get_ticket", "not an object")),
+        ("tool_call", {"args": {"ticket_id": "T"}}, UNCHANGED),  # no tool named
+        ("tool_call", {"id": "", "args": {}}, UNCHANGED),
+        ("tool_call", {"id": 7, "args": {}}, UNCHANGED),
+        ("tool_call", "{not json", UNCHANGED),
+        ("tool_call", ["tickets__get_ticket"], UNCHANGED),
+        ("exec", {"id": "tickets__get_ticket", "args": {}}, UNCHANGED),  # not the dispatcher
+        ("tool_search", {"query": "close_ticket"}, UNCHANGED),
+    ],
+)
+def test_unwrap_dispatch(name: str, arguments: object, reached: tuple[str, object] | None) -> None:
+    assert unwrap_dispatch(name, arguments) == (reached or (name, arguments))
 
 
 def test_multi_turn_resume_keeps_the_session_and_new_session_starts_one() -> None:
