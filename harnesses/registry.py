@@ -2,7 +2,9 @@
 
 Names are ``<harness>`` or ``<harness>+<variant>`` (mutants of the reference
 harness: ``reference+hide_exit_code``). Entries are ``"module:Class"`` strings
-imported lazily, so listing harnesses never imports a CLI wrapper.
+imported lazily, so listing harnesses never imports a CLI wrapper. The group's name
+lives with the sandbox, which reads the same entry points to keep each third-party
+harness's code visible to the confined harness (:func:`apparatus.sandbox.code_paths`).
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 
+from apparatus.sandbox.code import HARNESS_ENTRY_POINTS
 from harnesses.base import HarnessAdapter
-
-ENTRY_POINT_GROUP = "tracetrial.harnesses"
 
 #: Built-in adapters (name -> "module:Class").
 BUILTIN: dict[str, str] = {
@@ -30,7 +31,7 @@ class UnknownHarnessError(LookupError):
 
 def _registry() -> dict[str, str]:
     reg = dict(BUILTIN)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in entry_points(group=HARNESS_ENTRY_POINTS):
         reg.setdefault(ep.name, ep.value)
     return reg
 
@@ -48,7 +49,7 @@ def get_harness(name: str) -> HarnessAdapter:
         known = ", ".join(sorted(reg)) or "none"
         raise UnknownHarnessError(
             f"unknown harness {name!r}; registered: {known}. A package can add one through the "
-            f"'{ENTRY_POINT_GROUP}' entry-point group."
+            f"'{HARNESS_ENTRY_POINTS}' entry-point group."
         )
     module, _, attr = reg[base].partition(":")
     cls = getattr(importlib.import_module(module), attr)

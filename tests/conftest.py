@@ -5,7 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import docker  # noqa: F401  (see below)
 import pytest
+
+# pytester's in-process sessions restore sys.modules after each run: a module first imported
+# inside one (the docker SDK and its requests, imported lazily by the docker backend) is
+# imported afresh by the next, while objects cached from the first keep the old classes —
+# requests then fails with "You can only merge into CookieJar". Importing it here, before any
+# in-process session, keeps one copy for all of them.
 
 pytest_plugins = ["pytester"]
 

@@ -18,10 +18,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apparatus.gateway.records import read_records
-from apparatus.sandbox import Confinement, confined, get_sandbox
+from apparatus.sandbox import Confinement, DockerSandbox, Sandbox, code_paths, confined, get_sandbox
 from harnesses.assemble import assemble, summarize, turn_record
 from harnesses.base import (
     HarnessAdapter,
@@ -44,6 +44,9 @@ from tracetrial.results import (
 from tracetrial.task import TaskPack
 from tracetrial.trace_io import write_events
 from tracetrial_fixtures.services import Services
+
+if TYPE_CHECKING:
+    from criteria.judge import Judge
 
 
 @dataclass
@@ -125,7 +128,7 @@ class CellRunner:
     """Runs one cell end to end and archives it."""
 
     def __init__(self, task: TaskPack, adapter: HarnessAdapter, model: str, output: Path,
-                 services: Services, *, judge: Any = None, sandbox: str = "local", rerun: bool = False):
+                 services: Services, *, judge: Judge | None = None, sandbox: str = "local", rerun: bool = False):
         self.task = task
         self.adapter = adapter
         self.model = model
@@ -317,10 +320,8 @@ class CellRunner:
             shutil.rmtree(scratch, ignore_errors=True)
 
         records = read_records(paths.gateway / "requests.jsonl")
-        if probe_report is not None:
-            errs = getattr(probe_report, "apparatus_errors", None) or []
-            if errs:
-                raise ApparatusError("probe model: " + "; ".join(errs))
+        if probe_report is not None and probe_report.apparatus_errors:
+            raise ApparatusError("probe model: " + "; ".join(probe_report.apparatus_errors))
         native = adapter.normalize(paths, outcomes, run_id)
         events = assemble(run_id=run_id, task_id=task.id, harness=adapter.full_name, model=self.model,
                           form=task.spec.conversation, turns=task.user_turns, outcomes=outcomes, native=native,
@@ -345,8 +346,6 @@ class CellRunner:
 def _hidden_paths(output: Path, task_root: Path) -> list[Path]:
     """What the sandbox covers: the archive folder, the cell's task pack and — when it holds
     no code the harness runs — the folder of all packs (their truths are private too)."""
-    from apparatus.sandbox import code_paths
-
     hidden = [output, task_root]
     packs = task_root.resolve().parent
     if not any(code.is_relative_to(packs) for code in code_paths()):
@@ -354,11 +353,10 @@ def _hidden_paths(output: Path, task_root: Path) -> list[Path]:
     return hidden
 
 
-def _sandbox_detail(box: Any, task: Any) -> dict[str, Any]:
+def _sandbox_detail(box: Sandbox, task: TaskPack) -> dict[str, Any]:
     """What the manifest records about the confinement (image for docker)."""
     detail: dict[str, Any] = {"backend": box.name, "network": task.isolation.network,
                               "limits": task.isolation.resources.model_dump()}
-    images = getattr(box, "images", None)
-    if images is not None:
-        detail["image"], detail["image_id"] = images.harnesses, images.harnesses_id
+    if isinstance(box, DockerSandbox) and box.images is not None:
+        detail["image"], detail["image_id"] = box.images.harnesses, box.images.harnesses_id
     return detail

@@ -10,7 +10,7 @@ other packs run.
 With ``--tt-baseline``, a cell whose baseline records failing (or unscored)
 criteria carries ``tt_baseline(known={criterion: state})``; the checker turns it
 into ``xfail(strict=True)`` once the verdicts are known (see
-:class:`tracetrial_fixtures.scoring.Checker` for why not at collection).
+:class:`tracetrial_fixtures.checker.Checker` for why not at collection).
 """
 
 from __future__ import annotations

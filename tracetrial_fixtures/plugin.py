@@ -1,20 +1,21 @@
 """TraceTrial pytest plugin entry point (``pytest11``): options, markers, thin hooks.
 
 Logic lives in the sibling modules: :mod:`.settings` (option resolution),
-:mod:`.collect` (task packs -> cells), :mod:`.cell` (the flow of one cell),
-:mod:`.services` (probe server + gateway), :mod:`.scoring` (criteria as
-sub-checks, terminal lines and reports).
+:mod:`.session` (the session's state on the config), :mod:`.collect` (task packs ->
+cells), :mod:`.run` (whether and how one cell runs), :mod:`.cell` (the flow of one
+cell), :mod:`.services` (probe server + gateway), :mod:`.checker` (criteria as
+sub-checks) and :mod:`.progress` (progress lines, summary table, reports).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from tracetrial_fixtures import scoring
+from tracetrial_fixtures.cell import CellResult
+from tracetrial_fixtures.checker import Checker
 from tracetrial_fixtures.collect import (
     CellSpec,
     build_cells,
@@ -23,20 +24,15 @@ from tracetrial_fixtures.collect import (
     marker_name,
     static_markers,
 )
+from tracetrial_fixtures.progress import CellProgress, terminal_summary, write_session_reports
+from tracetrial_fixtures.run import run_cell
 from tracetrial_fixtures.services import Services
-from tracetrial_fixtures.settings import Settings, resolve_settings
-
-if TYPE_CHECKING:
-    from ci.baseline import Baseline
-
-SETTINGS_KEY = pytest.StashKey[Settings]()
-SERVICES_KEY = pytest.StashKey[Services]()
-CELL_LINES_KEY = pytest.StashKey[list[str]]()
-#: The ``--tt-baseline`` file, when given (its known failures mark cells at collection).
-BASELINE_KEY: pytest.StashKey[Baseline] = pytest.StashKey()
+from tracetrial_fixtures.session import SESSION_KEY, Session, is_worker, session_of
+from tracetrial_fixtures.settings import resolve_settings
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The ``--tt-*`` options (each also read from a ``TT_*`` variable, see :mod:`.settings`)."""
     group = parser.getgroup("tracetrial", "TraceTrial harness benchmark")
     group.addoption("--tt-harness", action="store", default=None,
                     help="comma-separated harness names, e.g. codex,reference+hide_exit_code "
@@ -60,48 +56,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    settings = resolve_settings(config)
-    config.stash[SETTINGS_KEY] = settings
-    config.stash[CELL_LINES_KEY] = []
+    """Set up the :class:`Session`, register the markers, and (controller only) the progress lines."""
+    session = Session(settings=resolve_settings(config))
+    config.stash[SESSION_KEY] = session
     baseline = config.getoption("--tt-baseline")
     if baseline:
         from ci.baseline import BaselineError, load
 
         try:
-            config.stash[BASELINE_KEY] = load(Path(baseline))
+            session.baseline = load(Path(baseline))
         except BaselineError as exc:
             raise pytest.UsageError(f"--tt-baseline: {exc}") from exc
     for line in static_markers():
         config.addinivalue_line("markers", line)
-    for name in harness_names(settings):
+    for name in harness_names(session.settings):
         config.addinivalue_line("markers", f"{marker_name(name)}: cells of the {name} harness")
-    for model in settings.models:
+    for model in session.settings.models:
         config.addinivalue_line("markers", f"{marker_name(model)}: cells run with the {model} model")
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(CellProgress(config), "tracetrial-progress")
+    if not is_worker(config):
+        config.pluginmanager.register(CellProgress(config, session), "tracetrial-progress")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``tt_cell_spec`` with every task × harness × model cell."""
     if "tt_cell_spec" not in metafunc.fixturenames:
         return
-    settings = metafunc.config.stash[SETTINGS_KEY]
-    tasks_dir = settings.tasks_dir or Path(metafunc.definition.path).parent
-    cells = build_cells(tasks_dir, settings)
-    baseline = metafunc.config.stash.get(BASELINE_KEY, None)
-    metafunc.parametrize("tt_cell_spec", [cell_param(c, baseline) for c in cells])
+    session = session_of(metafunc.config)
+    tasks_dir = session.settings.tasks_dir or Path(metafunc.definition.path).parent
+    cells = build_cells(tasks_dir, session.settings)
+    metafunc.parametrize("tt_cell_spec", [cell_param(c, session.baseline) for c in cells])
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which sandbox backend the cells get, and the baseline in force."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return []
     lines = []
-    settings = config.stash.get(SETTINGS_KEY, None)
-    if settings is not None and settings.sandbox == "auto":
-        from apparatus.sandbox import auto_backend
+    if session.settings.sandbox == "auto":
+        from apparatus.sandbox import choose_backend
 
         # Say which backend "auto" means on this machine before any cell runs.
-        lines.append(f"tracetrial sandbox: auto -> {auto_backend()}")
-    elif settings is not None:
-        lines.append(f"tracetrial sandbox: {settings.sandbox}")
-    baseline = config.stash.get(BASELINE_KEY, None)
+        lines.append(f"tracetrial sandbox: auto -> {choose_backend('auto')}")
+    else:
+        lines.append(f"tracetrial sandbox: {session.settings.sandbox}")
+    baseline = session.baseline
     if baseline is not None:
         known = sum(1 for k in baseline.cells if baseline.known_failures(k))
         lines.append(f"tracetrial baseline: {config.getoption('--tt-baseline')} ({baseline.protocol}, "
@@ -112,65 +111,40 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.fixture(scope="session")
 def tt_services(request: pytest.FixtureRequest) -> Iterator[Services]:
     """The probe model server and LiteLLM gateway of this process (started on first use)."""
-    settings = request.config.stash[SETTINGS_KEY]
+    settings = session_of(request.config).settings
     services = Services(output=settings.output, record_bodies=settings.record_bodies)
-    request.config.stash[SERVICES_KEY] = services
     yield services
     services.close()
 
 
 @pytest.fixture
-def tt_cell(tt_cell_spec: CellSpec, tt_services: Services, request: pytest.FixtureRequest) -> scoring.CellResult:
+def tt_cell(tt_cell_spec: CellSpec, tt_services: Services, request: pytest.FixtureRequest) -> CellResult:
     """Run the cell (task × harness × model) and return its archived result.
 
     Apparatus failures surface as errors of this fixture; harness behaviour is
-    judged by the test through :func:`scoring.check_cell`.
+    judged by the test through :class:`~tracetrial_fixtures.checker.Checker`.
     """
-    settings = request.config.stash[SETTINGS_KEY]
-    result = scoring.run_cell(tt_cell_spec, settings, tt_services)
+    result = run_cell(tt_cell_spec, session_of(request.config), tt_services)
     request.node.user_properties.append(("tt_run_dir", str(result.paths.root)))
     return result
 
 
 @pytest.fixture
-def tt_check(subtests: pytest.Subtests, request: pytest.FixtureRequest) -> scoring.Checker:
+def tt_check(subtests: pytest.Subtests, request: pytest.FixtureRequest) -> Checker:
     """Report each criterion of a cell as a sub-check, then the cell verdict (against the
     cell's ``--tt-baseline`` known failures, if any)."""
-    return scoring.Checker(subtests, request.node)
-
-
-class CellProgress:
-    """Writes one progress line per finished cell as it finishes (controller only)."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
-        props = dict(report.user_properties)
-        # Sub-check reports of a cell carry the same properties: one line per cell.
-        if "tt_run_dir" not in props or report.nodeid in scoring.REPORTED:
-            return
-        scoring.REPORTED.add(report.nodeid)
-        line = scoring.progress_line(Path(str(props["tt_run_dir"])))
-        if not line:
-            return
-        scoring.PROGRESS.append(line)
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None and self.config.get_verbosity() >= 0:
-            tr.ensure_newline()
-            tr.write_line(f"[tt] {line}")
+    return Checker(subtests, request.node)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):
+    """The TraceTrial section: the per-harness table of the archive (controller only)."""
+    if is_worker(config):
         return
-    scoring.terminal_summary(terminalreporter, config.stash[SETTINGS_KEY])
+    terminal_summary(terminalreporter, session_of(config))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # Only the controller aggregates (workers never write shared files).
-    if hasattr(session.config, "workerinput"):
+    """Write ``<output>/reports/`` (controller only: workers never write shared files)."""
+    if is_worker(session.config):
         return
-    scoring.write_session_reports(session.config.stash[SETTINGS_KEY])
+    write_session_reports(session_of(session.config))

@@ -2,7 +2,9 @@
 
 One pair per pytest process (each xdist worker gets its own), started lazily by
 the first cell that needs them and stopped at session end. Their logs go to
-``<output>/logs/``.
+``<output>/logs/``. The apparatus classes are imported for typing only here and
+at first use below: importing the gateway loads LiteLLM (about a second), which a
+session that runs no cell (``--collect-only``) should not pay.
 """
 
 from __future__ import annotations
@@ -10,10 +12,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apparatus.gateway import Gateway
+    from apparatus.gateway.registry import ModelRegistry
+    from apparatus.probe.server import ProbeServer
 
 
 def worker_id() -> str:
+    """The xdist worker id (``gw0``…), ``main`` without xdist: names per-process files."""
     return os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
@@ -23,24 +31,27 @@ class Services:
 
     output: Path
     record_bodies: bool = False
-    _probe: Any = None
-    _gateway: Any = None
-    _registry: Any = None
+    _probe: ProbeServer | None = None
+    _gateway: Gateway | None = None
+    _registry: ModelRegistry | None = None
     errors: list[str] = field(default_factory=list)
 
     @property
     def records_dir(self) -> Path:
+        """Where this process's gateway writes its per-run request records."""
         return self.output / ".gateway" / worker_id()
 
     @property
-    def registry(self) -> Any:
+    def registry(self) -> ModelRegistry:
+        """The model registry (``models.yaml``), loaded on first use."""
         if self._registry is None:
             from apparatus.gateway.registry import ModelRegistry
 
             self._registry = ModelRegistry.load()
         return self._registry
 
-    def probe(self) -> Any:
+    def probe(self) -> ProbeServer:
+        """The probe model server, started on first use."""
         if self._probe is None:
             from apparatus.probe.server import ProbeServer
 
@@ -49,7 +60,8 @@ class Services:
             self._probe = server
         return self._probe
 
-    def gateway(self) -> Any:
+    def gateway(self) -> Gateway:
+        """The LiteLLM gateway (routing the probe model to :meth:`probe`), started on first use."""
         if self._gateway is None:
             from apparatus.gateway import Gateway
 
@@ -68,6 +80,7 @@ class Services:
         return self._gateway
 
     def close(self) -> None:
+        """Stop what was started (the gateway first: it forwards to the probe server)."""
         for svc in (self._gateway, self._probe):
             if svc is not None:
                 try:

@@ -9,6 +9,11 @@
 * :class:`~apparatus.sandbox.docker_backend.DockerSandbox` — the paper's setup: each harness
   process in a container of a locally built image (``tracetrial images build``).
 
+Under bwrap and docker the code a harness runs stays visible read-only
+(:func:`~apparatus.sandbox.code.code_paths`: this checkout, the Python installation, the
+pinned CLIs and every third-party harness). :func:`~apparatus.sandbox.choice.choose_backend`
+decides which backend a cell gets (what ``auto`` means here, what cannot run and why).
+
 ``isolation.yaml`` ``network: none`` gives the confined process no network (bwrap
 ``--unshare-net``, docker ``--network none``); only the gateway port is tunnelled in
 (:mod:`apparatus.sandbox.netrelay`). The local backend cannot take the network away and
@@ -27,19 +32,19 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import shutil
 import subprocess
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from apparatus.sandbox.bridge import HostBridge
+from apparatus.sandbox.code import code_paths
 
-__all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "DockerSandbox", "LocalSandbox", "Sandbox", "code_paths", "confined",
-           "current", "docker_reason", "engine_reason", "get_sandbox", "resolve_sandbox"]
+__all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "DockerSandbox", "LocalSandbox", "Sandbox",
+           "SandboxUnavailable", "choose_backend", "code_paths", "confined", "current", "docker_reason",
+           "engine_reason", "get_sandbox", "resolve_sandbox"]
 
 BWRAP_INSTALL = "apt-get install -y bubblewrap"
 
@@ -146,19 +151,6 @@ class LocalSandbox(Sandbox):
 _BWRAP_PROBE: dict[str, str | None] = {}
 
 
-def code_paths() -> list[Path]:
-    """This checkout (the relay module, the pinned CLIs), ``$TT_TOOLS_DIR`` and the Python
-    installation: what a confined harness executes, read-only."""
-    import tracetrial
-
-    paths = {Path(tracetrial.__file__).resolve().parents[1], Path(sys.prefix).resolve(),
-             Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    tools = os.environ.get("TT_TOOLS_DIR")
-    if tools:
-        paths.add(Path(tools).resolve())
-    return sorted((p for p in paths if p.exists() and p != Path("/")), key=lambda p: len(p.parts))
-
-
 class BwrapSandbox(Sandbox):
     """bubblewrap, mount + PID namespaces, host network (loopback gateway reachable)."""
 
@@ -252,7 +244,9 @@ def _existing(paths: Sequence[Path]) -> Iterator[Path]:
             yield r
 
 
-# Imported here, not at the top: the docker module subclasses Sandbox defined above.
+# Imported here, not at the top: the docker module subclasses Sandbox defined above, and
+# the choice module probes both confining backends.
+from apparatus.sandbox.choice import SandboxUnavailable, choose_backend
 from apparatus.sandbox.docker_backend import DockerSandbox, docker_reason, engine_reason
 
 BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
@@ -266,23 +260,10 @@ def get_sandbox(name: str) -> Sandbox:
         raise ValueError(f"sandbox backend {name!r} is not implemented (have: {', '.join(BACKENDS)})") from None
 
 
-def auto_backend() -> str:
-    """What ``auto`` means here: docker when an engine answers, else bwrap when it runs, else local."""
-    if docker_reason() is None:
-        return "docker"
-    return "bwrap" if BwrapSandbox().available() is None else "local"
-
-
-def resolve_sandbox(name: str) -> Sandbox:
-    """``--tt-sandbox`` → a backend (``auto``: :func:`auto_backend`). An explicit
-    unavailable backend raises :class:`RuntimeError` with the reason."""
-    if name == "auto":
-        return get_sandbox(auto_backend())
-    chosen = get_sandbox(name)
-    reason = chosen.available()
-    if reason:
-        raise RuntimeError(reason)
-    return chosen
+def resolve_sandbox(name: str, *, network: str = "loopback") -> Sandbox:
+    """``--tt-sandbox`` -> a fresh backend instance, chosen by :func:`choose_backend`
+    (raises :class:`SandboxUnavailable` with the reason when none can serve)."""
+    return get_sandbox(choose_backend(name, network=network))
 
 
 @dataclass

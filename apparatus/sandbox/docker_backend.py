@@ -15,9 +15,10 @@ Inside a container:
   **at their host paths**, so native records name the same paths under every backend and
   the normalizers need no per-backend translation; ``/workspace`` is the same workspace,
   for people poking around in a container;
-* the benchmark's own code (this checkout, the Python runtime) is mounted read-only (the
-  reference harness and the simulator relay run from it); the archive and the task packs
-  are covered by empty tmpfs mounts;
+* the benchmark's own code (this checkout, the Python runtime) and every third-party
+  harness's (:func:`~apparatus.sandbox.code.code_paths`) is mounted read-only (the reference
+  harness and the simulator relay run from it); the archive and the task packs are covered
+  by empty tmpfs mounts;
 * network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
   network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`);
 * the task's resource limits (memory, CPUs, processes) as cgroup limits;
@@ -42,7 +43,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from apparatus.sandbox import Sandbox, _existing, code_paths
+from apparatus.sandbox import Sandbox, _existing
+from apparatus.sandbox.code import code_paths
 from apparatus.sandbox.docker_run import BOOT, CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
 from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
 from apparatus.tools import tools_dir

@@ -73,12 +73,8 @@ def session(pytester: pytest.Pytester, archive: Path, cells: dict[str, dict[str,
 
 @pytest.fixture(autouse=True)
 def _isolate_plugin_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    """In-process sessions share the plugin's module-level progress lists with this session;
-    give them their own, so this session does not write reports for their cells."""
-    from tracetrial_fixtures import scoring
-
-    monkeypatch.setattr(scoring, "PROGRESS", [])
-    monkeypatch.setattr(scoring, "REPORTED", set())
+    """In-process sessions keep their own plugin session (a stash on their own config); they
+    write no reports into this one's output."""
     monkeypatch.setenv("TT_NO_REPORTS", "1")
 
 

@@ -98,7 +98,8 @@ def test_unknown_harness_fails_with_registry_listing(pytester: pytest.Pytester) 
 
 
 def test_third_party_harness_through_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A package outside this repo registers a harness without editing it."""
+    """A package outside this repo registers a harness without editing it (run under every
+    backend: ``tests/sandbox/test_thirdparty_harness.py``)."""
     site = tmp_path / "site"
     pkg = site / "acme_harness"
     pkg.mkdir(parents=True)
@@ -115,9 +116,12 @@ def test_third_party_harness_through_entry_point(tmp_path: Path, monkeypatch: py
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-harness\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[tracetrial.harnesses]\nacme = acme_harness:Acme\n")
     monkeypatch.syspath_prepend(str(site))
+    from apparatus.sandbox import code_paths
     from harnesses.registry import available_harnesses, get_harness
 
     assert "acme" in available_harnesses()
+    # Its code stays visible to a confined harness, found without importing it.
+    assert pkg.resolve() in code_paths() and "acme_harness" not in sys.modules
     adapter = get_harness("acme+variant")
     assert adapter.full_name == "acme+variant"
     assert adapter.unavailable_reason() == "acme is not installed here"

@@ -1,16 +1,32 @@
 """Pure parts of the sandbox layer: image tags, the launcher's container arguments, what a
-cell hides, how ``auto`` and explicit backends resolve for a cell."""
+cell hides, which code stays visible, how ``auto`` and explicit backends resolve for a cell."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from apparatus.sandbox import (
+    BWRAP_INSTALL,
+    BwrapSandbox,
+    SandboxUnavailable,
+    choice,
+    choose_backend,
+    code_paths,
+    resolve_sandbox,
+)
+from apparatus.sandbox.code import harness_code_paths
+from apparatus.sandbox.docker_backend import DOCKER_INSTALL
 from apparatus.sandbox.docker_run import Bind, DockerRunSpec, create_args
 from apparatus.sandbox.images import BASE_REPO, HARNESS_REPO, image_tags
+from harnesses.registry import BUILTIN
 from tests.conftest import REPO
 from tracetrial_fixtures.cell import _hidden_paths
+from tracetrial_fixtures.session import Session
+from tracetrial_fixtures.settings import Settings
 
 
 def test_image_tags_follow_the_lockfile(tmp_path: Path) -> None:
@@ -53,23 +69,111 @@ def test_hidden_paths_cover_every_pack(tmp_path: Path) -> None:
 
 
 def test_local_refuses_network_none() -> None:
-    from tracetrial_fixtures.scoring import _resolve_sandbox
+    with pytest.raises(SandboxUnavailable, match="network: none, which the local sandbox cannot provide") as exc:
+        choose_backend("local", network="none")
+    assert exc.value.reason == "--tt-sandbox local was asked for" and exc.value.install is None
+    assert choose_backend("local", network="loopback") == "local"
 
-    with pytest.raises(pytest.skip.Exception, match="network: none, which the local sandbox cannot provide"):
-        _resolve_sandbox("local", "reference", "none")
-    assert _resolve_sandbox("local", "reference", "loopback") == "local"
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """What the backend probes answer, set by the test (``None``: the backend runs here)."""
+    answers: dict[str, str | None] = {"docker": None, "bwrap": None}
+    for name in ("docker", "bwrap"):
+        monkeypatch.setitem(choice.PROBES, name, lambda name=name: answers[name])
+    return answers
 
 
-def test_unconfinable_harness_runs_local_under_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracetrial_fixtures import scoring
+def test_auto_prefers_docker_then_bwrap_then_local(machine: dict[str, str | None]) -> None:
+    assert choose_backend("auto") == "docker"
+    machine["docker"] = "no docker engine answers"
+    assert choose_backend("auto") == "bwrap" and choose_backend("auto", network="none") == "bwrap"
+    machine["bwrap"] = "bwrap does not run here"
+    assert choose_backend("auto") == "local"
+    with pytest.raises(SandboxUnavailable, match=r"cannot provide \(neither docker nor bwrap runs here\)") as exc:
+        choose_backend("auto", network="none")
+    assert exc.value.install == f"{DOCKER_INSTALL} or {BWRAP_INSTALL}"
 
-    monkeypatch.setitem(scoring.SANDBOX_UNSUPPORTED, "thirdparty", "it forks its own daemon")
-    assert scoring._resolve_sandbox("auto", "thirdparty", "loopback") == "local"
-    with pytest.raises(pytest.skip.Exception, match="it forks its own daemon"):
-        scoring._resolve_sandbox("auto", "thirdparty", "none")
-    # Every built-in harness is confinable: DeepSeek gets the same backend as the reference.
-    assert scoring._resolve_sandbox("auto", "deepseek", "loopback") == scoring._resolve_sandbox(
-        "auto", "reference", "loopback")
+
+def test_an_explicit_backend_that_does_not_run_says_why_and_how_to_install_it(
+        machine: dict[str, str | None]) -> None:
+    machine["docker"] = "no docker engine answers (FileNotFoundError)"
+    with pytest.raises(SandboxUnavailable) as exc:
+        choose_backend("docker")
+    assert str(exc.value) == ("sandbox backend 'docker' unavailable: no docker engine answers (FileNotFoundError) "
+                              f"(install: {DOCKER_INSTALL})")
+    assert exc.value.reason == machine["docker"] and exc.value.install == DOCKER_INSTALL
+    assert choose_backend("bwrap", network="none") == "bwrap"  # an explicit backend that runs is kept
+    with pytest.raises(RuntimeError, match="docker"):  # resolve_sandbox builds from the same choice
+        resolve_sandbox("docker")
+    assert resolve_sandbox("auto").name == "bwrap"
+    with pytest.raises(ValueError, match="unknown sandbox backend 'podman'"):
+        choose_backend("podman")
+
+
+def test_unconfinable_harness_runs_local_under_auto(machine: dict[str, str | None]) -> None:
+    why = "it forks its own daemon"
+    assert choose_backend("auto", harness="thirdparty", unconfinable=why) == "local"
+    with pytest.raises(SandboxUnavailable, match="it forks its own daemon"):
+        choose_backend("auto", network="none", harness="thirdparty", unconfinable=why)
+    with pytest.raises(SandboxUnavailable, match="sandbox backend 'bwrap' unsupported for thirdparty: it forks"):
+        choose_backend("bwrap", harness="thirdparty", unconfinable=why)
+    # Every built-in harness is confinable: the session names none of them.
+    settings = Settings(harnesses=None, models=("probe",), sandbox="auto", output=Path("out"), judge=None,
+                        rerun=False, record_bodies=False, tasks_dir=None)
+    assert not set(Session(settings).unconfinable) & set(BUILTIN)
+
+
+def _fake_dist(site: Path, name: str, module: str, direct_url: dict[str, object] | None = None) -> None:
+    """An installed distribution's metadata (no installer run) registering harness ``module``."""
+    dist = site / f"{name}-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[tracetrial.harnesses]\n{name} = {module}.adapter:Adapter\n")
+    if direct_url is not None:
+        (dist / "direct_url.json").write_text(json.dumps(direct_url))
+
+
+def test_code_paths_include_every_third_party_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable harness's project folder (``direct_url.json``) and each harness module's
+    folder are visible to the confined harness; finding them imports none of its code."""
+    project = tmp_path / "acme-project"  # editable: the metadata names the project folder
+    (project / "acme_editable").mkdir(parents=True)
+    (project / "acme_editable" / "__init__.py").write_text("raise RuntimeError('imported at collection')\n")
+    (project / "scripts").mkdir()
+    site = tmp_path / "site"
+    _fake_dist(site, "acme_editable_dist", "acme_editable",
+               {"url": project.as_uri(), "dir_info": {"editable": True}})
+    plain = tmp_path / "elsewhere" / "acme_plain"  # a plain install outside the Python prefix
+    plain.mkdir(parents=True)
+    (plain / "__init__.py").write_text("raise RuntimeError('imported at collection')\n")
+    _fake_dist(tmp_path / "elsewhere", "acme_plain_dist", "acme_plain",
+               {"url": "https://example.invalid/acme_plain-1.0.whl", "archive_info": {}})
+    for path in (site, project, tmp_path / "elsewhere"):
+        monkeypatch.syspath_prepend(str(path))
+    before = code_paths()
+    assert project.resolve() in harness_code_paths() and plain.resolve() in harness_code_paths()
+    assert project.resolve() in before and plain.resolve() in before
+    assert project.resolve() / "acme_editable" not in before  # inside the project folder: one mount
+    assert "acme_editable" not in sys.modules and "acme_plain" not in sys.modules
+    argv = BwrapSandbox(binary="bwrap").wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[])
+    for path in (project, plain):
+        at = argv.index(str(path.resolve()))
+        assert argv[at - 1] == "--ro-bind" and argv[at + 1] == str(path.resolve())
+
+
+def test_a_harness_inside_the_python_installation_adds_no_mount(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = tmp_path / "prefix"
+    site = prefix / "lib" / "site-packages"
+    (site / "acme_installed").mkdir(parents=True)
+    (site / "acme_installed" / "__init__.py").write_text("")
+    _fake_dist(site, "acme_installed_dist", "acme_installed")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    assert (site / "acme_installed").resolve() in harness_code_paths()
+    paths = code_paths()
+    assert prefix.resolve() in paths and (site / "acme_installed").resolve() not in paths
 
 
 def test_failed_image_build_is_reported_once_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:

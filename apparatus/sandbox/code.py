@@ -1,0 +1,93 @@
+"""What a confined harness executes, kept visible (read-only) under every sandbox backend.
+
+A sandbox hides the run's private files, but the code the harness runs must stay
+reachable: this checkout (the reference harness, the relay module, the pinned CLIs),
+``$TT_TOOLS_DIR``, the Python installation — and the code of every *third-party*
+harness, a distribution registering an adapter in the :data:`HARNESS_ENTRY_POINTS`
+group. Such a distribution may live anywhere (an editable install from a temp folder is
+the usual case while developing one), so its folders are found from its installed
+metadata, never by importing it: importing user code while a session collects or
+wraps a process would run that code outside any sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from importlib.metadata import Distribution, entry_points
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+__all__ = ["HARNESS_ENTRY_POINTS", "code_paths", "harness_code_paths"]
+
+#: The entry-point group through which a distribution registers a harness adapter
+#: (``name = "package.module:AdapterClass"``); read by :mod:`harnesses.registry` too.
+HARNESS_ENTRY_POINTS = "tracetrial.harnesses"
+
+
+def code_paths() -> list[Path]:
+    """Every folder a confined harness executes from, shortest first: this checkout,
+    the Python installation, ``$TT_TOOLS_DIR`` and each third-party harness's code
+    (:func:`harness_code_paths`), the last only where no other folder already holds it."""
+    import tracetrial
+
+    paths = {Path(tracetrial.__file__).resolve().parents[1], Path(sys.prefix).resolve(),
+             Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    tools = os.environ.get("TT_TOOLS_DIR")
+    if tools:
+        paths.add(Path(tools).resolve())
+    base = {p for p in paths if p.exists() and p != Path("/")}
+    # A harness folder inside another listed folder (a harness installed into the Python
+    # installation, a package inside its editable project) is already visible; binding it
+    # again would only add mounts.
+    harness = harness_code_paths()
+    extra = {p for p in harness if not any(p != q and p.is_relative_to(q) for q in base | harness)}
+    return sorted(base | extra, key=lambda p: (len(p.parts), str(p)))
+
+
+def harness_code_paths() -> set[Path]:
+    """The code folders of every installed distribution with a harness entry point: the
+    source folder of an editable install (its ``direct_url.json``) and the folder of each
+    entry point's top-level module (its import spec, found without importing it)."""
+    found: set[Path] = set()
+    for ep in entry_points(group=HARNESS_ENTRY_POINTS):
+        if ep.dist is not None:
+            source = _editable_source(ep.dist)
+            if source is not None:
+                found.add(source)
+        found.update(_module_folders(ep.module.partition(".")[0]))
+    return {p for p in found if p.exists() and p != Path("/")}
+
+
+def _editable_source(dist: Distribution) -> Path | None:
+    """The project folder an editable install points at (PEP 610 ``direct_url.json``)."""
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    url = urlparse(str(data.get("url", "")))
+    editable = bool((data.get("dir_info") or {}).get("editable"))
+    if not editable or url.scheme != "file":
+        return None
+    return Path(unquote(url.path)).resolve()
+
+
+def _module_folders(top: str) -> list[Path]:
+    """Where top-level module ``top`` would be imported from. ``find_spec`` of a top-level
+    name runs the import system's finders only, never the module's own code."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:  # a package (or namespace package): its folders
+        return [Path(p).resolve() for p in spec.submodule_search_locations]
+    if spec.origin and spec.has_location:  # a single module: the folder holding it
+        return [Path(spec.origin).resolve().parent]
+    return []

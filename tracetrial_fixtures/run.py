@@ -1,0 +1,89 @@
+"""Running one cell from pytest: resolve the harness, decide whether the cell can run here
+(installed CLI, model key, sandbox), then hand it to :class:`~tracetrial_fixtures.cell.CellRunner`.
+
+What cannot run here is a *skip* with the reason; a broken pack or an unknown harness
+fails only its own cells (as a ``problem`` the checker reports); an apparatus failure is
+an error of the cell, never a harness failure.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import pytest
+
+from apparatus.sandbox import SandboxUnavailable, choose_backend
+from tracetrial.archive import RunPaths
+from tracetrial.errors import ApparatusError
+from tracetrial.task import BrokenPack
+from tracetrial_fixtures.cell import CellResult, CellRunner
+from tracetrial_fixtures.collect import CellSpec
+from tracetrial_fixtures.services import Services
+from tracetrial_fixtures.session import Session
+
+if TYPE_CHECKING:
+    from criteria.judge import Judge
+    from harnesses.base import HarnessAdapter
+
+__all__ = ["run_cell"]
+
+
+def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult:
+    """Resolve the harness, check eligibility, run (or resume) the cell.
+
+    A broken pack or an unknown harness is returned as a ``problem`` so the cell
+    *fails* (in its call phase) with the precise message; other cells still run.
+    """
+    settings = session.settings
+    paths = RunPaths.for_cell(settings.output, cell.pack.id, cell.model, cell.harness)
+    if isinstance(cell.pack, BrokenPack):
+        return CellResult(paths, None, problem=str(cell.pack.error))
+    adapter = _adapter(cell.harness)
+    if isinstance(adapter, str):
+        return CellResult(paths, None, problem=adapter)
+    reason = adapter.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    if cell.model != "probe":
+        missing = services.registry.missing_key(cell.model)
+        if missing:
+            pytest.skip(f"model {cell.model!r} needs the environment variable {missing}")
+    try:
+        sandbox = choose_backend(settings.sandbox, network=cell.pack.isolation.network, harness=adapter.name,
+                                 unconfinable=session.unconfinable.get(adapter.name))
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    if sandbox == "local" and cell.model != "probe":
+        warnings.warn(f"cell {cell.id}: live model on the 'local' sandbox: the agent acts on this host",
+                      stacklevel=1)
+    runner = CellRunner(cell.pack, adapter, cell.model, settings.output, services,
+                        judge=_judge(settings.judge), sandbox=sandbox, rerun=settings.rerun)
+    try:
+        result = runner.run()
+    except ApparatusError as exc:
+        pytest.fail(f"APPARATUS ERROR (not a harness defect): {exc}", pytrace=False)
+    if result.skipped:
+        pytest.skip(f"cell not eligible: {result.skipped}")
+    return result
+
+
+def _adapter(name: str) -> HarnessAdapter | str:
+    """The harness's adapter, or why there is none (the cell's failure message)."""
+    from harnesses.registry import UnknownHarnessError, get_harness
+
+    try:
+        return get_harness(name)
+    except UnknownHarnessError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a broken third-party adapter fails its own cells only
+        return f"harness {name!r} could not be loaded: {type(exc).__name__}: {exc}"
+
+
+def _judge(spec: str | None) -> Judge | None:
+    """The ``--tt-judge`` judge; without one, semantic criteria are ``unscored``."""
+    if not spec:
+        return None
+    from criteria.judge import make_judge
+
+    return make_judge(spec)
