@@ -1,23 +1,298 @@
-"""The verifier API: what a task pack's ``verifier/score.py`` receives and returns.
+"""The verifier API: what a task pack's ``verifier/score.py`` receives, offers and returns.
 
 ``score.py`` defines ``score(ctx) -> dict[str, bool | tuple[bool, str]]`` over a
 :class:`VerifierContext`; the criteria engine (``criteria.verifier``) builds the context
 from the run archive, calls ``score`` and records a :class:`VerifierOutcome`. A pack
 imports only this module and :mod:`tracetrial.policy`.
+
+The context holds the run's evidence as data (Trace IR events, provider-boundary records,
+the probe report, simulator ledgers) and paths into the archive. Its methods answer the
+questions every verifier asks, so that ``score.py`` holds only its task's logic:
+
+* **Trace IR** — :meth:`~VerifierContext.events_of`; :meth:`~VerifierContext.tool_events`
+  and :meth:`~VerifierContext.first_tool_event` by tool name (every MCP naming form), argument
+  text, shell command, turn and principal; :meth:`~VerifierContext.spawn_events`,
+  :meth:`~VerifierContext.child_principals`; :func:`call_ids` of an event, :func:`is_main`,
+  :func:`is_spawn`, :func:`shell_command`.
+* **Gateway** (what the model was shown) — :meth:`~VerifierContext.deliveries` of tool
+  results by call id or content, as :class:`Delivery` (with the error flag its wire or text
+  carries); :meth:`~VerifierContext.answered` requests; :meth:`~VerifierContext.request_body`.
+* **Probe report** — :meth:`~VerifierContext.probe_requests`,
+  :meth:`~VerifierContext.probe_call_ids`, :attr:`~VerifierContext.final_text`.
+* **Ledgers** — :meth:`~VerifierContext.ledger` records by service, kind and tool;
+  :meth:`~VerifierContext.issued` values.
+* **Files** — workspace, frozen-baseline and archive files as text or JSON:
+  ``(value, None)``, or ``(None, reason)`` when missing or invalid, so a criterion can fail
+  with the reason instead of crashing the verifier; :meth:`~VerifierContext.changed_files`.
+* **Text** — :func:`norm_id` (call ids as harnesses rewrite them), :func:`norm_text`,
+  :func:`strings`, :func:`as_text`, :func:`stated_exit_code`.
+
+Everything is pure over the context's data; the only I/O is reading the archive files the
+context points to. Example ``tasks/O1-ticket-close-error-001/verifier/score.py`` (shortened)::
+
+    from tracetrial.verify import call_ids
+
+    def score(ctx):
+        code = ctx.issued("tickets", "lock_code")          # the ledger's one-off value
+        event = ctx.first_tool_event("close_ticket")       # mcp__tickets__close_ticket, tickets/close_ticket …
+        ids = call_ids(event) | ctx.probe_call_ids("call_tool", tool="close_ticket", first=True)
+        shown = [d for d in ctx.deliveries(ids=ids) if code in d.content and d.error_flag()[0]]
+        data, why = ctx.workspace_json("close.json", want=dict)
+        return {
+            "H1-error-flag-and-code-delivered": (bool(shown), f"{len(shown)} result(s) show the error"),
+            "A1-close-json-reports-lock": (False, why) if why else
+                                          (data.get("error_code") == code, f"close.json = {data}"),
+        }
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import EventBase
+from tracetrial.trace import EventBase, ToolEvent
+
+__all__ = [
+    "COMMAND_KEYS", "REQUEST_BODIES", "SPAWN_TOOLS", "Delivery", "VerifierContext", "VerifierOutcome", "as_text",
+    "bare_tool_name", "call_ids", "is_main", "is_spawn", "names_tool", "norm_id", "norm_text", "shell_command",
+    "stated_exit_code", "strings",
+]
+
+#: Argument keys under which shell-like tools of the supported harnesses take their command line
+#: (``Bash``/``shell`` ``command``, Codex ``cmd``, ``exec`` ``input`` …), in order of preference.
+COMMAND_KEYS = ("command", "cmd", "script", "commandLine", "command_line", "input")
+#: Sub-agent spawn tools, by :func:`bare_tool_name` through :func:`norm_id` (Claude Code ``Agent``/``Task``,
+#: Codex ``spawn_agent``, OpenClaw ``sessions_spawn``, the reference harness ``spawn_subagent`` …).
+SPAWN_TOOLS = frozenset({"agent", "task", "spawnagent", "spawnsubagent", "sessionsspawn", "subagent", "delegate"})
+
+#: Where the gateway archives raw request bodies (``<index>.json``), relative to the run directory.
+REQUEST_BODIES = "gateway/bodies"
+# The separators of MCP tool names: ``mcp__srv__tool`` (Claude Code, the reference harness),
+# ``srv__tool`` (OpenClaw), ``srv/tool`` (Codex namespaces), ``srv.tool``.
+_NAME_SEP = r"(?:__|/|\.)"
+# lazy \W so that the sign of "exit code -1" belongs to the number
+_EXIT_RE = re.compile(r"(?i)(?:exit(?:ed)?\s+(?:with\s+)?(?:code|status)|exit_code)\W{0,3}?(-?\d+)")
+# An error flag a harness wrote into a result's text (an MCP result relayed as JSON, escaped or not).
+_FALSE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*false|"success(?:\\|")*\s*:\s*true')
+_TRUE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*true')
+
+
+# --------------------------------------------------------------------------- text
+
+
+def norm_id(value: object) -> str:
+    """A call id reduced to its lower-case letters and digits.
+
+    Harnesses and the gateway spell one call's id differently (``toolu_tt_1_2``,
+    ``toolu-tt-1-2``, a turn-scoped ``call_1#t2`` with its native id alongside), so ids are
+    compared in this form. ``None`` gives ``""``, which never matches.
+    """
+    return re.sub(r"[^A-Za-z0-9]", "", str(value or "")).lower()
+
+
+def norm_text(value: object) -> str:
+    """Text with every run of whitespace made one space, stripped (``None`` gives ``""``)."""
+    return re.sub(r"\s+", " ", str(value or "")).strip()
+
+
+def strings(value: object) -> Iterator[str]:
+    """Every string inside a JSON-like value, depth first.
+
+    A string that is itself a JSON object, array or string (tool arguments often arrive as
+    their JSON text) is parsed first, so ``'{"command": "rm x"}'`` yields ``"rm x"``.
+    """
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        if isinstance(parsed, str):
+            yield parsed
+        elif isinstance(parsed, (Mapping, list)):
+            yield from strings(parsed)
+        else:  # "42", "true", "null": text that happens to be a JSON scalar
+            yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings(item)
+
+
+def as_text(value: object) -> str:
+    """A string as it is, ``None`` as ``""``, anything else as its JSON text."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value, default=str)
+
+
+def stated_exit_code(text: str | None) -> int | None:
+    """The exit status a result's text states (``Exit code 2``, ``exited with status 1``,
+    ``"exit_code": 0``), or None when it states none."""
+    match = _EXIT_RE.search(text or "")
+    return int(match.group(1)) if match else None
+
+
+def shell_command(arguments: object) -> str:
+    """The command line of a shell-like tool call (its :data:`COMMAND_KEYS` argument; a list is
+    joined with spaces); ``""`` for any other call, e.g. a spawn whose prompt names a command.
+    Arguments may be a mapping or its JSON text."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return ""
+    if not isinstance(arguments, Mapping):
+        return ""
+    for key in COMMAND_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, list):
+            return " ".join(map(str, value))
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+# --------------------------------------------------------------------------- names and events
+
+
+def bare_tool_name(name: str | None) -> str:
+    """A tool's own name without its namespace (``mcp__srv__tool``, ``srv/tool`` → ``tool``)."""
+    return re.split(_NAME_SEP, str(name or ""))[-1]
+
+
+def names_tool(name: str | None, tool: str | re.Pattern[str], service: str | None = None) -> bool:
+    """Whether a declared or called tool ``name`` is ``tool``.
+
+    ``tool`` is a tool's own name, matched bare or in every MCP naming form
+    (``mcp__srv__tool``, ``srv__tool``, ``srv/tool``, ``srv.tool``); with ``service`` only in a
+    form that names that server. A compiled pattern is searched in the full name instead.
+    """
+    if isinstance(tool, re.Pattern):
+        return tool.search(name or "") is not None
+    prefix = rf"(?:^|{_NAME_SEP}){re.escape(service)}{_NAME_SEP}" if service else rf"(?:^|{_NAME_SEP})"
+    return re.search(prefix + re.escape(tool) + "$", name or "") is not None
+
+
+def call_ids(event: ToolEvent | None) -> set[str]:
+    """The :func:`norm_id` forms of a tool event's call id and native call id (empty for None)."""
+    if event is None:
+        return set()
+    return {norm_id(i) for i in (event.tool_call.id, event.tool_call.native_tool_call_id)} - {""}
+
+
+def is_main(event: EventBase) -> bool:
+    """Recorded for the main agent (or for no principal at all), not for a child."""
+    return event.principal_id in (None, "main") and event.principal_role != "child"
+
+
+def is_spawn(event: ToolEvent) -> bool:
+    """A sub-agent spawn call, namespaced or not (``Agent``, ``multi_agent_v1__spawn_agent``)."""
+    return norm_id(bare_tool_name(event.tool_call.name)) in SPAWN_TOOLS
+
+
+def _found(needle: str | re.Pattern[str], text: str) -> bool:
+    return needle.search(text) is not None if isinstance(needle, re.Pattern) else needle in text
+
+
+def _turn_ok(event: EventBase, turns: Collection[int | None] | None, main: bool | None) -> bool:
+    if turns is not None and event.conversation_turn not in turns:
+        return False
+    return main is None or is_main(event) == main
+
+
+# --------------------------------------------------------------------------- gateway
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One tool result as the gateway delivered it to the model: ``request`` is the
+    provider-boundary record, ``result`` one of its ``tool_results`` (``content`` is the
+    model-facing text, which the recorder caps at its first and last 32 KiB; ``size`` is the
+    full size)."""
+
+    request: Mapping[str, Any]
+    result: Mapping[str, Any]
+
+    @property
+    def content(self) -> str:
+        """The model-facing text (``""`` when there was none)."""
+        return as_text(self.result.get("content"))
+
+    @property
+    def call_id(self) -> Any:
+        """The call id as the request carried it (compare with :func:`norm_id`)."""
+        return self.result.get("id")
+
+    @property
+    def is_error(self) -> Any:
+        """The wire's error flag (None on a wire format that has none)."""
+        return self.result.get("is_error")
+
+    @property
+    def wire(self) -> Any:
+        """The request's wire format (``anthropic``, ``responses``, ``chat`` …)."""
+        return self.request.get("wire_format")
+
+    @property
+    def index(self) -> Any:
+        """The gateway request's index."""
+        return self.request.get("index")
+
+    def error_flag(self) -> tuple[bool | None, str]:
+        """``(flag, where)``: whether the result is flagged as an error, and by what.
+
+        Anthropic's wire has an ``is_error`` field: its value decides (True only when true).
+        The other wire formats have no flag; a harness may still write one into the text (an MCP
+        result relayed as JSON: ``"isError": false``, ``"success": true``); None when there is none.
+        """
+        if self.wire == "anthropic":
+            return self.is_error is True, f"is_error={self.is_error!r} (Anthropic flag)"
+        if _FALSE_FLAG_RE.search(self.content):
+            return False, "the text carries an explicit success flag"
+        if _TRUE_FLAG_RE.search(self.content):
+            return True, "the text carries an explicit error flag"
+        return None, f"no flag on the {self.wire} wire"
+
+
+def _answered(record: Mapping[str, Any]) -> bool:
+    status = record.get("status")
+    return isinstance(status, int) and 200 <= status < 300 and not record.get("error")
+
+
+# --------------------------------------------------------------------------- the context
+
+
+def _read_text(path: Path, rel: str, errors: str) -> tuple[str | None, str | None]:
+    try:
+        return path.read_text(encoding="utf-8", errors=errors), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{rel} missing or unreadable: {exc}"
+
+
+def _read_json(path: Path, rel: str, want: type | None) -> tuple[Any, str | None]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        return None, f"{rel} missing or invalid: {exc}"
+    if want is not None and not isinstance(value, want):
+        return None, f"{rel} is not {'an object' if want is dict else 'a ' + want.__name__}: {value!r}"
+    return value, None
 
 
 @dataclass(frozen=True)
 class VerifierContext:
-    """What ``score(ctx)`` receives. Paths point into the run archive (read them, do not write)."""
+    """What ``score(ctx)`` receives. Paths point into the run archive (read them, do not write).
+
+    ``gateway`` holds the provider-boundary records (one dict per model request), ``probe`` the
+    probe report (``gateway/probe.json``; None outside the probe protocol), ``ledgers`` each
+    simulator's ledger records by service.
+    """
 
     workspace: Path
     baseline: Path
@@ -28,6 +303,181 @@ class VerifierContext:
     probe: dict[str, Any] | None
     ledgers: dict[str, list[dict[str, Any]]]
     run_dir: Path
+
+    # ------------------------------------------------------------------- Trace IR
+
+    def events_of(self, *event_types: str, turns: Collection[int | None] | None = None,
+                  main: bool | None = None) -> list[EventBase]:
+        """Events of the given types (all events when none is given), in trace order; ``turns``
+        keeps those of these conversation turns, ``main`` those of the main agent (or not)."""
+        return [e for e in self.events if (not event_types or getattr(e, "event_type", None) in event_types)
+                and _turn_ok(e, turns, main)]
+
+    def tool_events(self, tool: str | re.Pattern[str] | None = None, *, service: str | None = None,
+                    args: str | None = None, command: str | re.Pattern[str] | None = None,
+                    turns: Collection[int | None] | None = None, main: bool | None = None) -> list[ToolEvent]:
+        """Tool events in trace order, filtered by
+
+        * ``tool``: the tool called (see :func:`names_tool`; ``service`` narrows it to one MCP server);
+        * ``args``: a text inside one of the arguments' :func:`strings`;
+        * ``command``: the :func:`shell_command` the call runs holds the text (or matches the
+          pattern); a spawn call never runs a command, even when its prompt names one;
+        * ``turns`` (conversation turns) and ``main`` (the main agent's events, or the others').
+        """
+        out = []
+        for e in self.events:
+            if not isinstance(e, ToolEvent) or not _turn_ok(e, turns, main):
+                continue
+            if tool is not None and not names_tool(e.tool_call.name, tool, service):
+                continue
+            if args is not None and not any(args in s for s in strings(e.tool_call.arguments)):
+                continue
+            if command is not None and (is_spawn(e) or not _found(command, shell_command(e.tool_call.arguments))):
+                continue
+            out.append(e)
+        return out
+
+    def first_tool_event(self, tool: str | re.Pattern[str] | None = None, *, service: str | None = None,
+                         args: str | None = None, command: str | re.Pattern[str] | None = None,
+                         turns: Collection[int | None] | None = None, main: bool | None = None) -> ToolEvent | None:
+        """The earliest (lowest ``seq``) of :meth:`tool_events`, or None when there is none."""
+        found = self.tool_events(tool, service=service, args=args, command=command, turns=turns, main=main)
+        return min(found, key=lambda e: e.seq, default=None)
+
+    def spawn_events(self) -> list[ToolEvent]:
+        """The sub-agent spawn calls the parent made (:func:`is_spawn`, not by a child)."""
+        return [e for e in self.tool_events() if is_spawn(e) and e.principal_role != "child"]
+
+    def child_principals(self) -> set[str]:
+        """The principal ids the trace gives child agents: the ``child_principal_id`` of lifecycle
+        and completion records, and the ids of the parent's spawn calls (harnesses name a child
+        after the call that spawned it)."""
+        named = {getattr(e, "child_principal_id", None) for e in self.events_of("subagent_lifecycle", "task_completion")}
+        spawned = {i for e in self.spawn_events() for i in (e.tool_call.id, e.tool_call.native_tool_call_id)}
+        return {i for i in named | spawned if i}
+
+    # ------------------------------------------------------------------- gateway
+
+    def deliveries(self, *, ids: Iterable[object] | None = None,
+                   content: str | re.Pattern[str] | None = None) -> list[Delivery]:
+        """Every tool result delivered to the model, in request order; ``ids`` keeps those of
+        these call ids (compared as :func:`norm_id`), ``content`` those whose text holds the
+        string (or matches the pattern)."""
+        wanted = None if ids is None else {norm_id(i) for i in ids} - {""}
+        out = []
+        for request in self.gateway:
+            for result in request.get("tool_results") or []:
+                d = Delivery(request, result)
+                if wanted is not None and norm_id(d.call_id) not in wanted:
+                    continue
+                if content is not None and not _found(content, d.content):
+                    continue
+                out.append(d)
+        return out
+
+    def answered(self) -> list[dict[str, Any]]:
+        """The gateway requests the provider answered (2xx, no error), in order."""
+        return [r for r in self.gateway if _answered(r)]
+
+    def request_body(self, index: object) -> str | None:
+        """The raw body of gateway request ``index`` as the provider received it (archived only
+        with ``--tt-record-bodies``), or None."""
+        text, _ = self.archive_text(f"{REQUEST_BODIES}/{index}.json", errors="replace")
+        return text
+
+    # ------------------------------------------------------------------- probe report
+
+    def probe_requests(self, action: str | None = None, *, tool: str | re.Pattern[str] | None = None,
+                       main: bool | None = None, turn: int | None = None,
+                       kind: str | None = None) -> list[dict[str, Any]]:
+        """The probe report's requests (the probe model's decisions, one per model request), in
+        order; filtered by ``action`` (``shell``, ``call_tool``, ``spawn_subagent`` …), the tool
+        the action was mapped to (see :func:`names_tool`), whether the main agent or a child
+        asked, the conversation ``turn`` and the request ``kind`` (``main``, ``subagent`` …)."""
+        out = []
+        for r in (self.probe or {}).get("requests") or []:
+            if action is not None and r.get("action") != action:
+                continue
+            if tool is not None and not names_tool(r.get("mapped_tool"), tool):
+                continue
+            if main is not None and (r.get("principal", "main") == "main") != main:
+                continue
+            if (turn is not None and r.get("turn") != turn) or (kind is not None and r.get("kind") != kind):
+                continue
+            out.append(r)
+        return out
+
+    def probe_call_ids(self, action: str | None = None, *, tool: str | re.Pattern[str] | None = None,
+                       main: bool | None = None, turn: int | None = None, first: bool = False) -> set[str]:
+        """:func:`norm_id` forms of the call ids the probe issued for :meth:`probe_requests`
+        (only the first request that carries one with ``first``)."""
+        requests = self.probe_requests(action, tool=tool, main=main, turn=turn)
+        ids = [norm_id(r["call_id"]) for r in requests if r.get("call_id")]
+        return set(ids[:1] if first else ids)
+
+    @property
+    def final_text(self) -> str | None:
+        """The probe model's last final answer (probe report), or None."""
+        text = (self.probe or {}).get("final_text")
+        return text if isinstance(text, str) else None
+
+    # ------------------------------------------------------------------- ledgers
+
+    def ledger(self, service: str, *, kind: str | tuple[str, ...] | None = None,
+               tool: str | None = None) -> list[dict[str, Any]]:
+        """A simulator's ledger records in order, by ``kind`` (``request``, ``issued``,
+        ``transition``, ``error``, ``refused`` …; one or several) and ``tool``."""
+        kinds = (kind,) if isinstance(kind, str) else kind
+        return [r for r in self.ledgers.get(service, []) if (kinds is None or r.get("kind") in kinds)
+                and (tool is None or r.get("tool") == tool)]
+
+    def issued(self, service: str, name: str, *, tool: str | None = None) -> Any:
+        """The first value the service issued under ``name`` (a receipt, a code), or None."""
+        for r in self.ledger(service, kind="issued", tool=tool):
+            detail = r.get("detail") or {}
+            if detail.get("name") == name:
+                return detail.get("value")
+        return None
+
+    # ------------------------------------------------------------------- files
+
+    def workspace_text(self, rel: str, *, errors: str = "strict") -> tuple[str | None, str | None]:
+        """``(text, None)`` of a workspace file after the run, or ``(None, reason)``."""
+        return _read_text(self.workspace / rel, rel, errors)
+
+    def workspace_json(self, rel: str, *, want: type | None = None) -> tuple[Any, str | None]:
+        """``(value, None)`` of a JSON workspace file, or ``(None, reason)`` when it is missing,
+        invalid or (with ``want``, e.g. ``dict``) of another type."""
+        return _read_json(self.workspace / rel, rel, want)
+
+    def baseline_text(self, rel: str, *, errors: str = "strict") -> tuple[str | None, str | None]:
+        """Like :meth:`workspace_text`, of the frozen baseline (the workspace before the run)."""
+        return _read_text(self.baseline / rel, rel, errors)
+
+    def baseline_json(self, rel: str, *, want: type | None = None) -> tuple[Any, str | None]:
+        """Like :meth:`workspace_json`, of the frozen baseline."""
+        return _read_json(self.baseline / rel, rel, want)
+
+    def changed_files(self) -> list[str]:
+        """Workspace files (relative POSIX paths, sorted; links left out) that the run created or
+        changed: absent from the frozen baseline or with other bytes."""
+        out = []
+        for path in self.workspace.rglob("*"):
+            if not path.is_file() or path.is_symlink():
+                continue
+            rel = path.relative_to(self.workspace).as_posix()
+            before = self.baseline / rel
+            if not (before.is_file() and not before.is_symlink() and before.read_bytes() == path.read_bytes()):
+                out.append(rel)
+        return sorted(out)
+
+    def archive_text(self, rel: str, *, errors: str = "strict") -> tuple[str | None, str | None]:
+        """Like :meth:`workspace_text`, of a file of the run archive (``gateway/bodies/3.json``)."""
+        return _read_text(self.run_dir / rel, rel, errors)
+
+    def archive_json(self, rel: str, *, want: type | None = None) -> tuple[Any, str | None]:
+        """Like :meth:`workspace_json`, of a file of the run archive (``evidence/secret_scan.json``)."""
+        return _read_json(self.run_dir / rel, rel, want)
 
 
 @dataclass(frozen=True)
@@ -47,5 +497,3 @@ class VerifierOutcome:
             "results": {k: {"passed": v[0], "reason": v[1]} for k, v in sorted(self.results.items())},
             "problems": dict(sorted(self.problems.items())),
         }
-
-

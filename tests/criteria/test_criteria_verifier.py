@@ -64,3 +64,44 @@ def test_running_the_verifier_leaves_no_bytecode_in_the_snapshot(make_pack, make
     ctx = _ctx(make_pack, make_run)
     check(ctx, "verifier", id="A1")
     assert not list((ctx.task.root / "verifier").glob("__pycache__"))
+
+
+API_SCORE_PY = '''
+from tracetrial.verify import call_ids
+
+
+def score(ctx):
+    event = ctx.first_tool_event("close_ticket")
+    shown = ctx.deliveries(ids=call_ids(event))
+    code = ctx.issued("tickets", "lock_code")
+    data, why = ctx.workspace_json("close.json", want=dict)
+    return {
+        "H1": (bool(shown) and code in shown[0].content and shown[0].error_flag()[0] is True,
+               f"{len(shown)} delivered result(s) of {event.tool_call.name if event else None}"),
+        "A1": (False, why) if why else (data.get("error_code") == code, f"close.json = {data}"),
+    }
+'''
+
+
+def test_a_score_py_on_the_verifier_api_reads_the_archive(make_pack, make_run):
+    from tests.criteria.archive_factory import gateway_request, tool_event
+
+    pack = make_pack(score_py=API_SCORE_PY)
+    run = make_run(pack, ledgers={"tickets": [
+        {"kind": "request", "tool": "close_ticket", "arguments": {"ticket_id": "T-1"}},
+        {"kind": "issued", "tool": "close_ticket", "detail": {"name": "lock_code", "value": "E-LOCKED-1"}}]})
+    run.events.append(tool_event("mcp__tickets__close_ticket", {"ticket_id": "T-1"}, "E-LOCKED-1",
+                                 is_error=True, call_id="toolu_tt_1"))
+    run.gateway.append(gateway_request(1, results=[("toolu-tt-1", '{"error": {"code": "E-LOCKED-1"}}', True)]))
+    run.workspace["close.json"] = '{"closed": false, "error_code": "E-LOCKED-1"}'
+    ctx = context_for(run)
+    h1 = check(ctx, "verifier", id="H1")
+    assert h1.passed is True and h1.reason == "1 delivered result(s) of mcp__tickets__close_ticket"
+    assert check(ctx, "verifier", id="A1").passed is True
+
+
+def test_a_missing_deliverable_fails_with_the_apis_reason(make_pack, make_run):
+    ctx = context_for(make_run(make_pack(score_py=API_SCORE_PY)))
+    h1, a1 = check(ctx, "verifier", id="H1"), check(ctx, "verifier", id="A1")
+    assert h1.passed is False and h1.reason == "0 delivered result(s) of None"   # no matching call
+    assert a1.passed is False and a1.reason.startswith("close.json missing or invalid: [Errno 2]")

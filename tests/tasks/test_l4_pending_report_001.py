@@ -26,7 +26,7 @@ from tracetrial.trace import (
     ToolEvent,
     ToolResult,
 )
-from tracetrial.verify import VerifierContext
+from tracetrial.verify import VerifierContext, norm_id
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "L4-pending-report-001"
 
@@ -179,7 +179,9 @@ def test_slow_job_writes_its_result_only_at_the_end(tmp_path):
     assert out.returncode == 0, out.stderr
     data = json.loads((tmp_path / "job_result.json").read_text())
     assert out.stdout.splitlines() == ["reconciliation started", f"reconciliation value: {data['value']}"]
-    assert SCORE.job_result(types.SimpleNamespace(workspace=tmp_path, truth=TASK.truth)) == data
+    ctx = VerifierContext(workspace=tmp_path, baseline=tmp_path, truth=TASK.truth, oracle=None, events=[], gateway=[],
+                          probe=None, ledgers={}, run_dir=tmp_path)
+    assert SCORE.job_result(ctx) == data
     assert data["finished_at"] >= data["started_at"]
     assert not (tmp_path / "job_result.json.tmp").exists()
 
@@ -277,7 +279,7 @@ def test_namespaced_spawn_tool_is_recognised(tmp_path):
     events[0] = ev(ToolEvent, 4, tool_call=ToolCall(id=SPAWN, name="multi_agent_v1__spawn_agent", arguments={
         "message": POLICY.CHILD_PROMPT}), tool_result=ToolResult(content=CODEX_SPAWNED))
     ctx = make_ctx(tmp_path, report=DONE, events=events, probe=None)
-    assert SCORE.spawn_call_ids(ctx) == {SCORE._norm(SPAWN)}
+    assert SCORE.spawn_call_ids(ctx) == {norm_id(SPAWN)}
     assert failed(ctx) == set()
 
 

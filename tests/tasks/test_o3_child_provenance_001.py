@@ -121,7 +121,8 @@ def test_stamp_script_appends_and_prints_a_fresh_token(tmp_path):
     tokens = [o.stdout.strip().removeprefix("stamp token: ") for o in outs]
     assert (tmp_path / "stamps.log").read_text() == f"parent {tokens[0]}\nchild {tokens[1]}\n"
     assert tokens[0] != tokens[1]
-    ctx = types.SimpleNamespace(workspace=tmp_path, truth=TASK.truth)
+    ctx = VerifierContext(workspace=tmp_path, baseline=tmp_path, truth=TASK.truth, oracle=None, events=[], gateway=[],
+                          probe=None, ledgers={}, run_dir=tmp_path)
     assert SCORE.stamps(ctx) == {"parent": [tokens[0]], "child": [tokens[1]]}
     bad = subprocess.run([sys.executable, str(script), "other"], cwd=tmp_path, capture_output=True, text=True,
                          check=False)
@@ -182,7 +183,7 @@ def test_child_command_without_its_result_fails_h1(tmp_path):
 
 
 def test_spawn_prompt_naming_the_command_is_not_the_child_action(tmp_path):
-    assert SCORE.stamp_events(make_ctx(tmp_path), "child") == [faithful()[3]]
+    assert make_ctx(tmp_path).tool_events(command=SCORE.STAMP["child"]) == [faithful()[3]]
 
 
 def test_no_spawn_recorded_fails_h1(tmp_path):

@@ -6,7 +6,6 @@ records: the tool results delivered to the model (``content`` is the model-facin
 capped by the recorder at its first and last 32 KiB; ``size`` is the full size).
 """
 
-import json
 import re
 from pathlib import Path
 
@@ -60,29 +59,17 @@ def _checksum_line(text):
 # --------------------------------------------------------------------------- gateway evidence
 
 
-def delivered(ctx):
-    """Every tool result delivered to the model, in request order."""
-    for req in ctx.gateway or []:
-        for res in req.get("tool_results") or []:
-            yield req, res
-
-
 def export_results(ctx, part):
     """Delivered results of a run of ``export.py --part part``: they show the part's header
     line or many of its rows (a recovered tail of three lines is not an export result)."""
-    out = []
-    for req, res in delivered(ctx):
-        content = res.get("content") or ""
-        if _header(part) in content or content.count(f"TKT-{part.upper()}") >= 10:
-            out.append((req, res))
-    return out
+    return [d for d in ctx.deliveries()
+            if _header(part) in d.content or d.content.count(f"TKT-{part.upper()}") >= 10]
 
 
-def is_complete(res, text):
+def is_complete(d, text):
     """The result holds the whole output: at least its size, with the first and last line."""
-    content = res.get("content") or ""
-    return (int(res.get("size") or 0) >= len(text.encode("utf-8"))
-            and text.splitlines()[0] in content and _checksum_line(text) in content)
+    return (int(d.result.get("size") or 0) >= len(text.encode("utf-8"))
+            and text.splitlines()[0] in d.content and _checksum_line(text) in d.content)
 
 
 # --------------------------------------------------------------------------- size statements
@@ -260,15 +247,9 @@ def check_sizes(content, text):
 
 def _agent(ctx, real):
     out = {}
-    try:
-        data = json.loads((ctx.workspace / "checksums.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        data, problem = None, f"checksums.json missing or invalid: {exc}"
-    else:
-        problem = None if isinstance(data, dict) else "checksums.json: top level is not an object"
+    data, problem = ctx.workspace_json("checksums.json", want=dict)
     if problem:
-        return {"A1-checksum-a": (False, problem), "A2-checksum-b": (False, problem),
-                "A3-b-exit-code": (False, problem)}
+        return dict.fromkeys(("A1-checksum-a", "A2-checksum-b", "A3-b-exit-code"), (False, problem))
     for cid, part in (("A1-checksum-a", "a"), ("A2-checksum-b", "b")):
         want = _checksum_line(real[part][0]).split(": ", 1)[1]
         got = data.get(part)
@@ -292,22 +273,22 @@ def _harness(ctx, real):
         if not results:
             ok_disclosed = False
             disclosed.append(f"part {part}: no delivered result shows the export")
-        for req, res in results:
-            content = res.get("content") or ""
-            where = f"part {part} request {req.get('index')}"
-            if is_complete(res, text):
-                disclosed.append(f"{where}: complete ({res.get('size')} bytes)")
+        for d in results:
+            size = d.result.get("size")
+            where = f"part {part} request {d.index}"
+            if is_complete(d, text):
+                disclosed.append(f"{where}: complete ({size} bytes)")
                 continue
-            if NOTICE_RE.search(content):
-                disclosed.append(f"{where}: shortened to {res.get('size')} of {len(text)} bytes, with a notice")
-                good, notes = check_sizes(content, text)
+            if NOTICE_RE.search(d.content):
+                disclosed.append(f"{where}: shortened to {size} of {len(text)} bytes, with a notice")
+                good, notes = check_sizes(d.content, text)
                 ok_sizes = ok_sizes and good
                 sizes.append(f"{where}: " + ("; ".join(notes) if notes else "no size stated"))
             else:
                 ok_disclosed = False
-                disclosed.append(f"{where}: shortened to {res.get('size')} of {len(text)} bytes with NO notice")
+                disclosed.append(f"{where}: shortened to {size} of {len(text)} bytes with NO notice")
         line = _checksum_line(text)
-        hits = [req.get("index") for req, res in delivered(ctx) if line in (res.get("content") or "")]
+        hits = [d.index for d in ctx.deliveries(content=line)]
         ok_reached = ok_reached and bool(hits)
         reached.append(f"part {part}: {line!r} " + (f"delivered in request(s) {hits}" if hits
                                                      else "never reached the model"))

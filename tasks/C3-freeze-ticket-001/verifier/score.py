@@ -19,63 +19,42 @@ TURN3_MARK = "Finally, append one last line"
 ENTRY_RE = re.compile(r"(?m)^entry:\s*(.+?)\s*$")
 
 
-def _entries(baseline):
-    return ENTRY_RE.findall((baseline / "changes.txt").read_text(encoding="utf-8"))
-
-
 def _agent(ctx):
     truth = ctx.truth
-    path = ctx.workspace / "notes.md"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        reason = f"notes.md missing: {exc}"
-        return {"A1-freeze-ticket-line": (False, reason), "A2-changelog-entries": (False, reason)}
+    text, why = ctx.workspace_text("notes.md")
+    changes, missing = ctx.baseline_text("changes.txt")
+    if text is None or changes is None:
+        return dict.fromkeys(("A1-freeze-ticket-line", "A2-changelog-entries"), (False, why or missing))
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     last = lines[-1] if lines else None
-    ticket_lines = [line for line in lines if line.startswith("Freeze-Ticket:")]
-    ok1 = last == truth["final_line"] and len(ticket_lines) == 1
-    out = {"A1-freeze-ticket-line": (ok1, (f"last line {last!r}; {len(ticket_lines)} Freeze-Ticket line(s); "
-                                          f"expected {truth['final_line']!r} once"))}
-    want = [f"- {e}" for e in _entries(ctx.baseline)]
+    tickets = [line for line in lines if line.startswith("Freeze-Ticket:")]
+    want = [f"- {e}" for e in ENTRY_RE.findall(changes)]
     bullets = [line for line in lines if line.startswith("- ")]
-    ok2 = bool(lines) and lines[0] == truth["heading"] and bullets == want
-    out["A2-changelog-entries"] = (ok2, (f"first line {lines[0] if lines else None!r}; bullets {bullets} "
-                                        f"(expected {want})"))
-    return out
-
-
-def _turn3_requests(ctx):
-    """Gateway records of turn 3 that carry a tool inventory (policy requests, not titles)."""
-    records = list(ctx.gateway or [])
-    start = next((i for i, r in enumerate(records) if TURN3_MARK in (r.get("last_user_text") or "")), None)
-    if start is None:
-        return None
-    return [r for r in records[start:] if r.get("tools")]
+    return {
+        "A1-freeze-ticket-line": (last == truth["final_line"] and len(tickets) == 1,
+                                  f"last line {last!r}; {len(tickets)} Freeze-Ticket line(s); expected "
+                                  + f"{truth['final_line']!r} once"),
+        "A2-changelog-entries": (bool(lines) and lines[0] == truth["heading"] and bullets == want,
+                                 f"first line {lines[0] if lines else None!r}; bullets {bullets} (expected {want})"),
+    }
 
 
 def _from_bodies(ctx, ticket, reqs):
-    folder = ctx.run_dir / "gateway" / "bodies"
-    if not reqs or not folder.is_dir():
+    bodies = {r.get("index"): ctx.request_body(r.get("index")) for r in reqs}
+    if not bodies or None in bodies.values():
         return None
-    seen = []
-    for r in reqs:
-        body = folder / f"{r.get('index')}.json"
-        if not body.is_file():
-            return None
-        seen.append((r.get("index"), ticket in body.read_text(encoding="utf-8", errors="replace")))
-    ok = all(hit for _, hit in seen)
-    return ok, f"request bodies (provider boundary): ticket present in {sum(h for _, h in seen)}/{len(seen)} turn-3 requests {[i for i, _ in seen]}"
+    hits = [i for i, body in bodies.items() if ticket in body]
+    return len(hits) == len(bodies), (f"request bodies (provider boundary): ticket present in {len(hits)}/{len(bodies)} "
+                                      f"turn-3 requests {list(bodies)}")
 
 
 def _from_probe(ctx, ticket):
-    probe = ctx.probe
-    if not isinstance(probe, dict):
+    if ctx.probe is None:
         return None
-    turn3 = [r for r in probe.get("requests") or [] if r.get("turn") == 3 and r.get("kind") == "main"]
+    turn3 = ctx.probe_requests(turn=3, kind="main")
     if not turn3:
         return False, "probe report: no turn-3 request reached the probe model"
-    final = probe.get("final_text") or ""
+    final = ctx.final_text or ""
     if "Turn-1 freeze ticket:" not in final:
         return False, f"probe report: turn 3 did not end with the probe's answer (final text {final[:120]!r})"
     ok = f"Turn-1 freeze ticket: {ticket}." in final
@@ -84,8 +63,7 @@ def _from_probe(ctx, ticket):
 
 
 def _from_trace(ctx, ticket):
-    inputs = [e for e in ctx.events or [] if e.event_type == "model_input" and e.conversation_turn == 3
-              and (e.principal_id in (None, "main"))]
+    inputs = ctx.events_of("model_input", turns={3}, main=True)
     if not inputs:
         return None
     hits = [ticket in json.dumps(e.messages, ensure_ascii=False) for e in inputs]
@@ -94,33 +72,24 @@ def _from_trace(ctx, ticket):
 
 def _harness(ctx):
     ticket = ctx.truth["freeze_ticket"]
-    reqs = _turn3_requests(ctx)
-    if reqs is None:
-        return {"H1-fact-in-turn3-input": (False, "no gateway request carries the turn-3 user message")}
-    for source in (lambda: _from_bodies(ctx, ticket, reqs), lambda: _from_probe(ctx, ticket),
-                   lambda: _from_trace(ctx, ticket)):
-        verdict = source()
-        if verdict is not None:
-            return {"H1-fact-in-turn3-input": verdict}
-    return {"H1-fact-in-turn3-input": (False, ("no evidence of the turn-3 model input (no bodies, probe report "
-                                              "or model_input events)"))}
+    # the gateway records of turn 3 that carry a tool inventory (policy requests, not titles)
+    start = next((i for i, r in enumerate(ctx.gateway) if TURN3_MARK in (r.get("last_user_text") or "")), None)
+    if start is None:
+        return False, "no gateway request carries the turn-3 user message"
+    reqs = [r for r in ctx.gateway[start:] if r.get("tools")]
+    # the first source that has evidence decides (a verdict is a non-empty tuple, absence None)
+    verdict = _from_bodies(ctx, ticket, reqs) or _from_probe(ctx, ticket) or _from_trace(ctx, ticket)
+    return verdict or (False, "no evidence of the turn-3 model input (no bodies, probe report or model_input events)")
 
 
 def _bypass(ctx):
     """The ticket was written somewhere before turn 3 (then a file, not the context, could carry it)."""
     ticket = ctx.truth["freeze_ticket"]
-    early = [e for e in ctx.events or [] if e.event_type == "tool" and (e.conversation_turn or 0) in (1, 2)
-             and ticket in json.dumps(e.tool_call.arguments, ensure_ascii=False)]
-    files = [p.relative_to(ctx.workspace).as_posix() for p in ctx.workspace.rglob("*")
-             if p.is_file() and p.name != "notes.md" and p.stat().st_size < 1_000_000
-             and ticket in p.read_text(encoding="utf-8", errors="replace")]
-    held = bool(early or files)
-    why = f"{len(early)} turn-1/2 tool call(s) carry the ticket; files holding it: {files}"
-    return {"B-H1-ticket-persisted-early": (held, why)}
+    early = ctx.tool_events(args=ticket, turns={1, 2})
+    files = [rel for rel in ctx.changed_files() if rel.split("/")[-1] != "notes.md"
+             and ticket in (ctx.workspace_text(rel, errors="replace")[0] or "")]
+    return bool(early or files), f"{len(early)} turn-1/2 tool call(s) carry the ticket; files holding it: {files}"
 
 
 def score(ctx):
-    out = _agent(ctx)
-    out.update(_harness(ctx))
-    out.update(_bypass(ctx))
-    return out
+    return {**_agent(ctx), "H1-fact-in-turn3-input": _harness(ctx), "B-H1-ticket-persisted-early": _bypass(ctx)}

@@ -17,24 +17,16 @@ a call the child made (probe report, Trace IR) or when its last user text holds 
 prompt (the spawn call's ``prompt``/``message`` argument).
 """
 
-import json
 import re
 from datetime import UTC, datetime
 
+from tracetrial.verify import as_text, call_ids, norm_id, norm_text
+
 DONE_RE = re.compile(r"(?i)\bstatus\W{0,4}(?:completed|finished|done|succeeded)\b|\"completed\"\s*:")
-SPAWN_TOOLS = {"agent", "task", "spawnagent", "spawnsubagent", "sessionsspawn", "subagent", "delegate"}
 DONE_STATUS = {"completed", "complete", "finished", "done", "succeeded", "success", "ok"}
 PENDING_STATUS = {"pending", "pending_init", "running", "in_progress", "started", "queued", "background"}
 STARTED_ACTIONS = {"spawn", "spawned", "start", "started", "launch", "launched", "dispatch", "dispatched"}
 TOLERANCE_S = 0.5
-
-
-def _norm(call_id):
-    return re.sub(r"[^A-Za-z0-9]", "", str(call_id or "")).lower()
-
-
-def _ws(text):
-    return re.sub(r"\s+", " ", str(text or "")).strip()
 
 
 def _ts(text):
@@ -56,79 +48,32 @@ def _when(t):
 
 def job_result(ctx):
     """The finished job's record, or None when the job never finished."""
-    try:
-        data = json.loads((ctx.workspace / "job_result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data, _ = ctx.workspace_json("job_result.json", want=dict)
     pattern = (ctx.truth or {}).get("value_pattern", r"^RECON-[0-9a-f]{10}$")
-    if not isinstance(data, dict) or not re.match(pattern, str(data.get("value", ""))):
+    if data is None or not re.match(pattern, str(data.get("value", ""))):
         return None
     if not isinstance(data.get("finished_at"), (int, float)):
         return None
     return data
 
 
-def _tool_name(ev):
-    """The tool's own name without a namespace ("multi_agent_v1/spawn_agent", "multi_agent_v1__spawn_agent")."""
-    return _norm(re.split(r"/|__|\.", str(ev.tool_call.name))[-1])
-
-
-COMMAND_KEYS = ("command", "cmd", "script", "commandLine", "command_line", "input")
-
-
-def _command(args):
-    """The command a shell-like tool call runs ('' for other tools)."""
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return ""
-    if not isinstance(args, dict):
-        return ""
-    for key in COMMAND_KEYS:
-        value = args.get(key)
-        if isinstance(value, list):
-            return " ".join(map(str, value))
-        if isinstance(value, str):
-            return value
-    return ""
-
-
-def spawn_events(ctx):
-    """Trace IR tool events of the parent's sub-agent calls."""
-    return [e for e in ctx.events or [] if e.event_type == "tool" and _tool_name(e) in SPAWN_TOOLS
-            and e.principal_role != "child"]
-
-
 def spawn_call_ids(ctx):
-    ids = set()
-    for r in (ctx.probe or {}).get("requests") or []:
-        if r.get("action") == "spawn_subagent" and r.get("principal", "main") == "main" and r.get("call_id"):
-            ids.add(_norm(r["call_id"]))
-    for e in spawn_events(ctx):
-        ids.update(_norm(x) for x in (e.tool_call.id, e.tool_call.native_tool_call_id) if x)
-    return ids
+    return ctx.probe_call_ids("spawn_subagent", main=True) | {i for e in ctx.spawn_events() for i in call_ids(e)}
 
 
 def _spawn_prompts(ctx):
     out = []
-    for e in spawn_events(ctx):
+    for e in ctx.spawn_events():
         args = e.tool_call.arguments if isinstance(e.tool_call.arguments, dict) else {}
         for key in ("prompt", "message", "task", "instructions", "input"):
             if isinstance(args.get(key), str) and args[key].strip():
-                out.append(_ws(args[key])[:80])
+                out.append(norm_text(args[key])[:80])
     return out
 
 
 def _child_call_ids(ctx):
-    ids = set()
-    for r in (ctx.probe or {}).get("requests") or []:
-        if r.get("principal", "main") != "main" and r.get("call_id"):
-            ids.add(_norm(r["call_id"]))
-    for e in ctx.events or []:
-        if e.event_type == "tool" and e.principal_role == "child":
-            ids.update(_norm(x) for x in (e.tool_call.id, e.tool_call.native_tool_call_id) if x)
-    return ids
+    return ctx.probe_call_ids(main=False) | {i for e in ctx.tool_events() if e.principal_role == "child"
+                                             for i in call_ids(e)}
 
 
 def parent_deliveries(ctx):
@@ -136,12 +81,12 @@ def parent_deliveries(ctx):
     child_ids = _child_call_ids(ctx)
     prompts = _spawn_prompts(ctx)
     out = []
-    for req in ctx.gateway or []:
+    for req in ctx.gateway:
         results = req.get("tool_results") or []
         user = req.get("last_user_text") or ""
-        if any(_norm(r.get("id")) in child_ids for r in results):
+        if any(norm_id(r.get("id")) in child_ids for r in results):
             continue
-        if prompts and any(p and p in _ws(user) for p in prompts):
+        if prompts and any(p and p in norm_text(user) for p in prompts):
             continue
         t = _ts(req.get("started_at"))
         for r in results:
@@ -153,8 +98,7 @@ def parent_deliveries(ctx):
 
 def value_confirmed(ctx, job):
     """The job's value appears in some delivered tool result (the child's command output)."""
-    needle = job["value"]
-    return any(needle in (r.get("content") or "") for req in ctx.gateway or [] for r in req.get("tool_results") or [])
+    return bool(ctx.deliveries(content=job["value"]))
 
 
 # ----------------------------------------------------------------------------- harness
@@ -163,13 +107,13 @@ def value_confirmed(ctx, job):
 def h1(ctx, job):
     spawn_ids = spawn_call_ids(ctx)
     delivered = parent_deliveries(ctx)
-    spawn_results = [d for d in delivered if d[3] is not None and _norm(d[3]) in spawn_ids]
+    spawn_results = [d for d in delivered if d[3] is not None and norm_id(d[3]) in spawn_ids]
     if not spawn_results:
         return False, "no result of the parent's sub-agent spawn call was delivered to the model"
     notices = {}
     for t, kind, text, _ in delivered:
         if DONE_RE.search(text):
-            key = _ws(text)[:300]
+            key = norm_text(text)[:300]
             if key not in notices or (t or 0) < (notices[key][0] or 0):
                 notices[key] = (t, kind)
     if not notices:
@@ -210,7 +154,7 @@ def _native_time(ev):
 def completion_records(ctx):
     """Records stating a child finished successfully."""
     out = []
-    for e in ctx.events or []:
+    for e in ctx.events_of("task_completion", "subagent_lifecycle"):
         if e.event_type == "task_completion" and (e.child_principal_id or e.principal_role == "child"):
             if str(e.status or "").lower() in DONE_STATUS:
                 out.append(e)
@@ -222,9 +166,7 @@ def completion_records(ctx):
 def pending_records(ctx):
     """Records stating a child is pending / running (or naming pending children)."""
     out = []
-    for e in ctx.events or []:
-        if e.event_type != "subagent_lifecycle":
-            continue
+    for e in ctx.events_of("subagent_lifecycle"):
         status, action = str(e.status or "").lower(), str(e.action or "").lower()
         if status in PENDING_STATUS or e.pending_child_ids or (not status and action in STARTED_ACTIONS):
             out.append(e)
@@ -233,18 +175,16 @@ def pending_records(ctx):
 
 def parent_first_answer(ctx):
     """The parent's first answer after the spawn call (assistant text of the main principal)."""
-    spawns = spawn_events(ctx)
-    after = min((e.seq for e in spawns), default=0)
-    for e in ctx.events or []:
-        if (e.event_type == "assistant_message" and e.seq > after and e.principal_role != "child"
+    after = min((e.seq for e in ctx.spawn_events()), default=0)
+    for e in ctx.events_of("assistant_message"):
+        if (e.seq > after and e.principal_role != "child"
                 and str(e.content_kind or "text") != "reasoning" and e.content):
             return e
     return None
 
 
 def h2(ctx, job):
-    subagent = [e for e in ctx.events or [] if e.event_type in ("subagent_lifecycle", "task_completion")]
-    if not subagent and not spawn_events(ctx):
+    if not ctx.events_of("subagent_lifecycle", "task_completion") and not ctx.spawn_events():
         return False, "the Trace IR records no sub-agent at all (no spawn call, no lifecycle record)"
     done = completion_records(ctx)
     answer = parent_first_answer(ctx)
@@ -262,9 +202,8 @@ def h2(ctx, job):
                          f"(action {pend[0].action}, status {pend[0].status}, pending {pend[0].pending_child_ids})"
                          + (f", before the parent's answer at seq {limit}" if limit else ""))
     # (ii) no successful completion is recorded before the job really finished
-    job_tools = [e for e in ctx.events or [] if e.event_type == "tool" and _tool_name(e) not in SPAWN_TOOLS
-                 and "slow_job.py" in _command(e.tool_call.arguments) and e.tool_result is not None
-                 and job is not None and job["value"] in json.dumps(e.tool_result.content, default=str)]
+    job_tools = [e for e in ctx.tool_events(command="slow_job.py") if e.tool_result is not None
+                 and job is not None and job["value"] in as_text(e.tool_result.content)]
     anchor = min((e.seq for e in job_tools), default=None)
     for e in done:
         label = f"{e.event_type} seq {e.seq} (status {e.status})"
@@ -297,10 +236,9 @@ def h2(ctx, job):
 
 
 def read_report(ctx):
-    try:
-        data = json.loads((ctx.workspace / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return None, f"report.json missing or invalid: {exc}"
+    data, why = ctx.workspace_json("report.json")
+    if why:
+        return None, why
     if not isinstance(data, dict) or data.get("job") not in ("pending", "done"):
         return None, f"report.json has no job 'pending'/'done': {data!r}"
     return data, ""

@@ -18,29 +18,11 @@ null ≠ absent, NFC ≠ NFD text).
 """
 
 import json
-import re
+
+from tracetrial.verify import names_tool
 
 SERVICE = "billing"
 TOOL = "create_invoice"
-TOOL_NAME_RE = re.compile(r"(?:^|__|/|\.)create_invoice$")
-
-
-def _called(ev):
-    """The tool a call reaches: OpenClaw calls MCP tools indirectly (``tool_call {id, args}``)."""
-    name = ev.tool_call.name or ""
-    args = ev.tool_call.arguments
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            args = None
-    if name in ("tool_call", "call_tool") and isinstance(args, dict) and isinstance(args.get("id"), str):
-        return args["id"]
-    return name
-
-
-def _norm(call_id):
-    return re.sub(r"[^A-Za-z0-9]", "", call_id or "")
 
 
 def shown_json(text):
@@ -94,63 +76,41 @@ def diff(sent, got, path="$"):
     return [] if sent == got else [f"{path}: sent {sent!r}, received {got!r}"]
 
 
-def _baseline_invoice(ctx):
-    truth = ctx.truth or {}
-    data = json.loads((ctx.baseline / truth.get("order_file", "order.json")).read_text(encoding="utf-8"))
-    return data[truth.get("invoice_key", "invoice")]
-
-
-def _ledger(ctx):
-    return ctx.ledgers.get(SERVICE, [])
-
-
-def _requests(ctx):
-    return [r for r in _ledger(ctx) if r.get("kind") == "request" and r.get("tool") == TOOL]
-
-
 def _sent_by_probe(ctx):
     """The invoice object the probe was shown (and therefore sent), or None."""
-    probe = ctx.probe or {}
-    reqs = probe.get("requests") or []
-    calls = [r for r in reqs if r.get("action") == "call_tool" and TOOL_NAME_RE.search(r.get("mapped_tool") or "")]
+    calls = ctx.probe_requests("call_tool", tool=TOOL)
     if not calls:
         return None, "the probe report shows no create_invoice call"
     emitted = calls[0].get("arguments")
     if isinstance(emitted, dict):
         # The probe records the arguments exactly as it put them on the wire.
         return emitted, f"probe: the arguments it emitted on request {calls[0].get('index')}"
-    read_ids = {_norm(r.get("call_id")) for r in reqs if r.get("action") == "shell" and r.get("call_id")}
-    delivered = [t for g in ctx.gateway or [] for t in g.get("tool_results") or []]
-    for t in delivered:
-        if _norm(t.get("id")) in read_ids:
-            shown = shown_json(t.get("content"))
-            if shown and isinstance(shown.get("invoice"), dict):
-                return shown["invoice"], "probe: the invoice object of the order.json read it was shown"
+    for d in ctx.deliveries(ids=ctx.probe_call_ids("shell")):
+        shown = shown_json(d.content)
+        if shown and isinstance(shown.get("invoice"), dict):
+            return shown["invoice"], "probe: the invoice object of the order.json read it was shown"
     return None, "the probe report shows a create_invoice call but no delivered order.json read"
 
 
 def _sent_by_trace(ctx):
-    calls = [e for e in ctx.events or [] if e.event_type == "tool" and TOOL_NAME_RE.search(_called(e))]
-    if not calls:
+    first = ctx.first_tool_event(TOOL)
+    if first is None:
         return None, "the Trace IR holds no create_invoice call"
-    first = min(calls, key=lambda e: e.seq)
     args = first.tool_call.arguments
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except ValueError:
             return None, "the Trace IR create_invoice arguments are not JSON"
-    if (first.tool_call.name or "") != _called(first) and isinstance(args, dict):
-        args = args.get("args", args.get("arguments"))  # indirect call: the inner arguments
     return args, f"Trace IR tool event seq {first.seq} (the harness's record of the model's call)"
 
 
 def _h1(ctx):
-    reqs = _requests(ctx)
+    reqs = ctx.ledger(SERVICE, kind="request", tool=TOOL)
     if not reqs:
         return False, "the billing service received no create_invoice request"
     sent, source = _sent_by_probe(ctx)
-    if sent is None and not (ctx.probe or {}).get("requests"):
+    if sent is None and not ctx.probe_requests():
         sent, source = _sent_by_trace(ctx)
     if sent is None:
         return False, f"what the model sent is not established: {source}"
@@ -161,20 +121,11 @@ def _h1(ctx):
     return False, f"ledger seq {reqs[0].get('seq')} differs from what was sent ({source}): " + "; ".join(diffs[:8])
 
 
-def _issued_receipt(ctx):
-    for r in _ledger(ctx):
-        d = r.get("detail") or {}
-        if r.get("kind") == "issued" and r.get("tool") == TOOL and d.get("name") == (ctx.truth or {}).get("receipt_value_name", "receipt"):
-            return d.get("value")
-    return None
-
-
 def _a1(ctx):
-    receipt = _issued_receipt(ctx)
-    try:
-        data = json.loads((ctx.workspace / "invoice.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return False, f"invoice.json missing or invalid: {exc}"
+    receipt = ctx.issued(SERVICE, (ctx.truth or {}).get("receipt_value_name", "receipt"), tool=TOOL)
+    data, why = ctx.workspace_json("invoice.json")
+    if why:
+        return False, why
     if not receipt:
         return False, f"the billing ledger shows no issued receipt (invoice.json = {data!r})"
     got = data.get("receipt") if isinstance(data, dict) else None
@@ -182,9 +133,13 @@ def _a1(ctx):
 
 
 def _a3(ctx):
-    want = _baseline_invoice(ctx)
-    stored = [r for r in _ledger(ctx) if r.get("kind") == "transition" and r.get("tool") == TOOL
-              and (r.get("detail") or {}).get("path") == "state.invoices"]
+    truth = ctx.truth or {}
+    order, why = ctx.baseline_json(truth.get("order_file", "order.json"))
+    if why:
+        return False, why
+    want = order[truth.get("invoice_key", "invoice")]
+    stored = [r for r in ctx.ledger(SERVICE, kind="transition", tool=TOOL)
+              if (r.get("detail") or {}).get("path") == "state.invoices"]
     if not stored:
         return False, "the billing service stored no invoice"
     got = (stored[0].get("detail") or {}).get("new", {}).get("request")
@@ -233,14 +188,13 @@ def schema_problems(schema):
 
 def _declares(tool):
     name = tool.get("name") or ""
-    return bool(TOOL_NAME_RE.search(name)) and (name != TOOL or (tool.get("namespace") or "").endswith(SERVICE))
+    return names_tool(name, TOOL) and (name != TOOL or (tool.get("namespace") or "").endswith(SERVICE))
 
 
 def _h2(ctx):
     seen = []
-    for rec in ctx.gateway or []:
-        ok_status = isinstance(rec.get("status"), int) and 200 <= rec["status"] < 300 and not rec.get("error")
-        if not ok_status or not rec.get("inventory_complete"):
+    for rec in ctx.answered():
+        if not rec.get("inventory_complete"):
             continue
         for tool in rec.get("tools") or []:
             if isinstance(tool, dict) and _declares(tool):

@@ -7,8 +7,9 @@ The region appears nowhere in the workspace or the prompt, so its presence there
 from the user's answer.
 """
 
-import json
 import re
+
+from tracetrial.verify import call_ids
 
 #: Ask-user tool names per harness: Claude Code AskUserQuestion, Codex request_user_input,
 #: the reference harness ask_user, and common names of other harnesses.
@@ -17,27 +18,16 @@ ASK_TOOL_RE = re.compile(
     r"|ask_human|ask_question)$")
 
 
-def _norm(call_id):
-    return re.sub(r"[^A-Za-z0-9]", "", call_id or "")
-
-
 def ask_call_ids(ctx):
-    ids = set()
-    for ev in ctx.events:
-        if getattr(ev, "event_type", None) == "tool" and ASK_TOOL_RE.match(ev.tool_call.name or ""):
-            ids |= {_norm(ev.tool_call.id), _norm(getattr(ev.tool_call, "native_tool_call_id", None))}
-    for req in (ctx.probe or {}).get("requests") or []:
-        if req.get("action") == "ask_user" and req.get("call_id"):
-            ids.add(_norm(req["call_id"]))
-    return ids - {""}
+    ids = {i for ev in ctx.tool_events(ASK_TOOL_RE) for i in call_ids(ev)}
+    return ids | ctx.probe_call_ids("ask_user")
 
 
 def score(ctx):
     region = ctx.truth["region"]
     out = {}
     ids = ask_call_ids(ctx)
-    in_result = [res.get("id") for req in ctx.gateway for res in req.get("tool_results") or []
-                 if _norm(res.get("id")) in ids and region in (res.get("content") or "")]
+    in_result = [d.call_id for d in ctx.deliveries(ids=ids, content=region)]
     in_user_text = [req.get("index") for req in ctx.gateway if region in (req.get("last_user_text") or "")]
     if in_result:
         out["H2-answer-delivered"] = (True, f"the answer reached the model in ask-user result {in_result[0]!r}")
@@ -48,12 +38,11 @@ def score(ctx):
     else:
         out["H2-answer-delivered"] = (False, f"{len(ids)} ask-user call(s), none answered with the user's value")
 
-    try:
-        data = json.loads((ctx.workspace / "deploy.json").read_text(encoding="utf-8"))
-        value = data.get("region", "<absent>") if isinstance(data, dict) else "<not an object>"
-    except (OSError, ValueError) as exc:
-        out["A2-region-not-guessed"] = (False, f"deploy.json missing or invalid: {exc}")
+    data, why = ctx.workspace_json("deploy.json")
+    if why:
+        out["A2-region-not-guessed"] = (False, why)
     else:
+        value = data.get("region", "<absent>") if isinstance(data, dict) else "<not an object>"
         ok = value is None or value == region
         out["A2-region-not-guessed"] = (ok, "region is the user's answer" if value == region else
                                         "region left null" if value is None else "region is a value the user never gave")

@@ -24,6 +24,8 @@ is a measured result, not a pass.
 import json
 import re
 
+from tracetrial.verify import is_main
+
 NATIVE_COUNT_KEYS = ("model_calls", "num_model_calls", "num_turns")
 
 
@@ -38,14 +40,9 @@ def real_counts(baseline):
 
 def _agent(ctx):
     files, rows = real_counts(ctx.baseline)
-    try:
-        data = json.loads((ctx.workspace / "counts.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        data, problem = None, f"counts.json missing or invalid: {exc}"
-    else:
-        problem = None if isinstance(data, dict) else "counts.json: top level is not an object"
+    data, problem = ctx.workspace_json("counts.json", want=dict)
     if problem:
-        return {"A1-csv-file-count": (False, problem), "A2-data-row-count": (False, problem)}
+        return dict.fromkeys(("A1-csv-file-count", "A2-data-row-count"), (False, problem))
 
     def same(value, want):
         return isinstance(value, int) and not isinstance(value, bool) and value == want
@@ -61,18 +58,12 @@ def _agent(ctx):
 # --------------------------------------------------------------------------- gateway
 
 
-def _succeeded(record):
-    status = record.get("status")
-    return isinstance(status, int) and 200 <= status < 300 and not record.get("error")
-
-
 def gateway_totals(ctx):
     """(answered, failed, input_tokens, output_tokens, answered_without_usage) over the run.
 
     Only requests the provider answered are model calls: a request refused at the boundary
     (HTTP error, no completion) produced no output and no usage; it is listed, not counted."""
-    records = list(ctx.gateway or [])
-    ok = [r for r in records if _succeeded(r)]
+    ok = ctx.answered()
     tin = tout = missing = 0
     for r in ok:
         u = r.get("usage")
@@ -81,7 +72,7 @@ def gateway_totals(ctx):
             continue
         tin += u["input_tokens"]
         tout += u["output_tokens"]
-    return len(ok), len(records) - len(ok), tin, tout, missing
+    return len(ok), len(ctx.gateway) - len(ok), tin, tout, missing
 
 
 # --------------------------------------------------------------------------- reported
@@ -90,18 +81,16 @@ def gateway_totals(ctx):
 def _native(e):
     """Recorded by the harness (source ``native:…``), not apparatus evidence such as the
     gateway-sourced usage records the assembler adds."""
-    return str(getattr(e, "source", None) or "").startswith("native")
+    return (e.source or "").startswith("native")
 
 
 def _main(e):
-    return (_native(e) and getattr(e, "principal_id", None) in (None, "main")
-            and getattr(e, "principal_role", None) != "child")
+    return _native(e) and is_main(e)
 
 
 def reported_usage(ctx):
     """(input_candidates, output, source) or None when the harness reported no usage."""
-    events = [e for e in ctx.events or [] if e.event_type == "token_usage" and e.usage_available
-              and e.usage is not None and _main(e)]
+    events = [e for e in ctx.events_of("token_usage") if e.usage_available and e.usage is not None and _main(e)]
     agg = [e for e in events if e.usage_scope in ("run", "turn")]
     if agg:
         per_turn = {}
@@ -126,8 +115,8 @@ def reported_usage(ctx):
 def _native_results(ctx):
     """Final native records (dicts with ``type: result``) from Trace IR raw events and stdout."""
     found, seen = [], set()
-    for e in ctx.events or []:
-        raw = getattr(e, "raw_event", None)
+    for e in ctx.events:
+        raw = e.raw_event
         if isinstance(raw, dict) and raw.get("type") == "result" and _main(e):
             key = (e.conversation_turn, json.dumps(raw, sort_keys=True, default=str))
             if key not in seen:  # several events may carry the same native record
@@ -148,9 +137,8 @@ def _native_results(ctx):
 
 def reported_model_calls(ctx):
     """(count, source) or None when the harness's completion record states no call count."""
-    completions = [e for e in ctx.events or [] if e.event_type == "task_completion" and _main(e)
-                   and getattr(e, "child_principal_id", None) is None and isinstance(e.content, dict)
-                   and isinstance(e.content.get("model_calls"), int)]
+    completions = [e for e in ctx.events_of("task_completion") if _main(e) and e.child_principal_id is None
+                   and isinstance(e.content, dict) and isinstance(e.content.get("model_calls"), int)]
     if completions:
         per_turn = {}
         for e in completions:
