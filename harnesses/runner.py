@@ -28,7 +28,8 @@ class ProcessOutcome:
     error: str | None = None
 
 
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+def kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+    """SIGTERM the process group of ``proc``, SIGKILL it after ``grace_s``; reaped afterwards."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -77,7 +78,7 @@ def run_process(
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             if conf is not None:
                 conf.sandbox.reap()
             return ProcessOutcome(None, True, time.monotonic() - started,

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnesses.runner import kill_group
+
 #: Bytes of one output stream shown to the model before it is truncated.
 OUTPUT_LIMIT = 16 * 1024
 #: Bytes of a file shown by ``read_file`` before it is truncated.
@@ -229,23 +231,6 @@ def limit_output(data: bytes, *, label: str, limit: int, save_to: Path | None, m
 _GROUPS: set[int] = set()
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the command's process group, SIGKILL after 1 s; the group is gone afterwards."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=1.0)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def end_background_processes() -> int:
     """Kill what commands left running in the background; returns how many groups were alive."""
     alive = 0
@@ -281,7 +266,7 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
             rc = proc.wait() if mutant == "ignore_timeout" else proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            kill_group(proc, grace_s=1.0)
             rc = proc.returncode
         duration = round(time.monotonic() - started, 3)
         out.seek(0)
