@@ -3,8 +3,9 @@
 The kernel validates the rubric schema; this module checks what only the
 criteria library knows: every ``rule``, ``bypass`` and link ``activation`` names
 a registered kind with valid parameters, truth keys and schema files exist,
-selectors name the sources their fields belong to, and each layer has a core
-criterion (a layer without one cannot be scored).
+selectors name the sources their fields belong to, file parameters stay inside
+the run (no absolute path, no ``..``), and each layer has a core criterion (a layer
+without one cannot be scored).
 """
 
 from __future__ import annotations
@@ -12,7 +13,26 @@ from __future__ import annotations
 from criteria.errors import RuleParamError
 from criteria.registry import parse_params
 from tracetrial.rubric import RuleSpec
-from tracetrial.task import TaskPack
+from tracetrial.task import TaskPack, unsafe_path_reason
+
+#: Rule parameters that name a file of the run (workspace- or run-relative paths or globs;
+#: ``schema_file`` is pack-relative and checked by its own rule).
+#: A run never follows such a path out of the archive, so one that escapes would only
+#: ever fail, and be blamed on the agent; validation names it instead.
+PATH_PARAMS = ("path", "paths", "file")
+
+
+def _path_problems(params: object) -> list[tuple[str, str]]:
+    out = []
+    for name in PATH_PARAMS:
+        value = getattr(params, name, None)
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            why = unsafe_path_reason(item) if isinstance(item, str) else None
+            if why is not None:
+                out.append((name, f"path {item!r} {why}; use a path relative to the run's workspace "
+                                  "(or run folder) without '..'"))
+    return out
 
 
 def _check(spec: RuleSpec, task: TaskPack, file: str, owner: str, where: str) -> list[str]:
@@ -20,10 +40,9 @@ def _check(spec: RuleSpec, task: TaskPack, file: str, owner: str, where: str) ->
         definition, params = parse_params(spec, owner, where=where)
     except RuleParamError as exc:
         return [f"{file}: {exc}"]
-    if definition.check is None:
-        return []
+    found = _path_problems(params) + (definition.check(params, task) if definition.check is not None else [])
     return [f"{file}: criterion {owner!r} {where} (kind {spec.kind!r}): param {param!r}: {msg}"
-            for param, msg in definition.check(params, task)]
+            for param, msg in found]
 
 
 def validate_rubric_rules(task: TaskPack) -> list[str]:

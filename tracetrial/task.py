@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
@@ -311,6 +311,55 @@ def _model(model: type[BaseModel], data: Any, file: str, errors: list[TaskPackEr
         return None
 
 
+#: A Windows drive (``C:``) or UNC start: absolute on some platform, never pack-relative.
+_DRIVE_RE = re.compile(r"^(?:[A-Za-z]:|[\\/]{2})")
+
+
+def unsafe_path_reason(value: str) -> str | None:
+    """Why a path a pack declares (relative to the pack or to ``workspace/``) is unusable:
+    empty, absolute, or climbing out with ``..``; ``None`` when it is a plain relative path.
+
+    A run resolves such paths inside its archive and never follows one out of it, so an
+    escaping path would be scored as the agent's failure; the loader names it instead.
+    """
+    if not value.strip():
+        return "is empty"
+    posix = PurePosixPath(value.replace("\\", "/"))
+    if posix.is_absolute() or _DRIVE_RE.match(value):
+        return "is absolute"
+    if ".." in posix.parts:
+        return "climbs out of its folder with '..'"
+    return None
+
+
+def _path_problem(file: str, value: str, field: str, base: str, errors: list[TaskPackError]) -> bool:
+    """Record a problem for an unsafe ``value``; True when there was one."""
+    why = unsafe_path_reason(value)
+    if why is None:
+        return False
+    errors.append(TaskPackError(file, f"path {value!r} {why}", field=field,
+                                fix=f"use a path relative to {base} without '..' (e.g. 'out/status.json')"))
+    return True
+
+
+def _python_problems(root: Path, errors: list[TaskPackError]) -> None:
+    """Compile (never execute) the pack's Python files: a syntax error is the pack's fault,
+    found at load time rather than mid-run (probe policy, verifier, simulator modules)."""
+    files = [root / "probe_policy.py", root / "verifier" / "score.py", *sorted((root / "simulators").glob("*.py"))]
+    for path in files:
+        if not path.is_file():
+            continue
+        try:
+            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            where = f" at line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "") if exc.lineno else ""
+            errors.append(TaskPackError(_rel(root, path), f"Python syntax error{where}: {exc.msg}",
+                                        fix="fix the syntax (the loader compiles the file without running it)"))
+        except ValueError as exc:  # e.g. a NUL byte in the source
+            errors.append(TaskPackError(_rel(root, path), f"not compilable Python: {exc}",
+                                        fix="save the file as UTF-8 Python source"))
+
+
 def load_task(root: Path) -> TaskPack:
     """Load and validate one pack; raise :class:`TaskPackErrors` listing every problem."""
     root = root.resolve()
@@ -403,9 +452,21 @@ def load_task(root: Path) -> TaskPack:
                                         fix=f"move it to the pack root ({private})"))
     truth = _read_json(root, "truth.json", errors, required=False)
     oracle = _read_json(root, "oracle.json", errors, required=False)
+    _python_problems(root, errors)
+    for layer, rubric in (("harness", h), ("agent", a)):
+        for j, crit in enumerate(rubric.criteria if rubric is not None else []):
+            for k, wpath in enumerate(crit.evidence.files):
+                _path_problem(rel(f"verifier/{layer}_score.yaml"), wpath, f"criteria.{j}.evidence.files.{k}",
+                              "workspace/", errors)
     if spec is not None:
+        for i, out in enumerate(spec.expected_outputs):
+            _path_problem(rel("task.yaml"), out.path, f"expected_outputs.{i}.path", "workspace/", errors)
+            if isinstance(out.schema_, str):
+                _path_problem(rel("task.yaml"), out.schema_, f"expected_outputs.{i}.schema", "the pack", errors)
         for i, sim in enumerate(spec.simulators):
             if "/" in sim.service or sim.service.endswith((".yaml", ".yml", ".json")):
+                if _path_problem(rel("task.yaml"), sim.service, f"simulators.{i}.service", "the pack", errors):
+                    continue
                 if not (root / sim.service).is_file():
                     errors.append(TaskPackError(rel("task.yaml"), f"simulator service file {sim.service!r} not found",
                                                 field=f"simulators.{i}.service", fix="create the file or fix the path"))

@@ -1,6 +1,12 @@
 """Resolved TraceTrial settings for one pytest session (one place, named sources).
 
 Precedence: CLI option > ``TT_*`` environment variable > default.
+
+A value the user gave (an option or a variable) is checked here, before any cell is
+collected or run: an unknown harness, model alias or sandbox, or an output folder that
+cannot be written, is a usage error (one line naming the option or variable it came
+from) rather than the same traceback repeated by every cell. Defaults are not checked,
+so ``pytest tests/`` and ``--collect-only`` runs that never touch cells stay unaffected.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from pathlib import Path
 import pytest
 
 DEFAULT_HARNESSES = ("claude_code", "codex", "openclaw", "deepseek", "reference")
+SANDBOXES = ("auto", "docker", "bwrap", "local")
 
 
 @dataclass(frozen=True)
@@ -35,25 +42,104 @@ def _split(value: str | None) -> tuple[str, ...] | None:
     return items or None
 
 
-def _opt(config: pytest.Config, name: str, env: str) -> str | None:
+def _opt_from(config: pytest.Config, name: str, env: str) -> tuple[str | None, str]:
+    """The value and where it came from (``name``, ``env``, or ``"default"``)."""
     value = config.getoption(name)
-    if value in (None, "") and os.environ.get(env):
-        return os.environ[env]
-    return value  # type: ignore[no-any-return]
+    if value not in (None, ""):
+        return value, name
+    if os.environ.get(env):
+        return os.environ[env], env
+    return value, "default"
+
+
+def _opt(config: pytest.Config, name: str, env: str) -> str | None:
+    return _opt_from(config, name, env)[0]
+
+
+def check_harnesses(names: tuple[str, ...], source: str) -> None:
+    """Every name is a registered harness (``reference+<defect>``: a known mutant).
+
+    Third-party harnesses registered through the entry-point group are listed by
+    :func:`harnesses.registry.available_harnesses`, so they are accepted like built-ins.
+    Variants of other harnesses are not checked: only the reference harness defines them.
+    """
+    from harnesses.registry import available_harnesses
+    from harnesses.reference.mutants import MUTANTS
+
+    registered = available_harnesses()
+    for name in names:
+        base, _, variant = name.partition("+")
+        if base not in registered:
+            raise pytest.UsageError(
+                f"{source}: unknown harness {name!r}; registered: {', '.join(registered) or 'none'} "
+                f"(a package adds one through the 'tracetrial.harnesses' entry-point group)")
+        if base == "reference" and variant and variant not in MUTANTS:
+            raise pytest.UsageError(
+                f"{source}: unknown reference-harness mutant {variant!r} in {name!r}; known defects: "
+                f"{', '.join(sorted(MUTANTS))} (select one as 'reference+<defect>')")
+
+
+def check_models(aliases: tuple[str, ...], source: str) -> None:
+    """Every alias is in ``models.yaml`` (an unreadable registry is a usage error too)."""
+    from apparatus.gateway.registry import ModelRegistry, RegistryError
+
+    try:
+        known = ModelRegistry.load().models
+    except RegistryError as exc:
+        first = str(exc).splitlines()[0]
+        raise pytest.UsageError(f"{source}: cannot check the model aliases: {first}") from exc
+    for alias in aliases:
+        if alias not in known:
+            raise pytest.UsageError(f"{source}: unknown model alias {alias!r}; known: "
+                                    f"{', '.join(sorted(known))} (add it to models.yaml)")
+
+
+def check_output(output: Path, source: str) -> None:
+    """``output`` is a writable folder, or can be created as one.
+
+    Nothing is created here (a ``--collect-only`` run must leave no folder behind): the
+    path itself, or else its nearest existing ancestor, must be a directory we can write.
+    """
+    existing = output
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing == output and not output.is_dir():
+        raise pytest.UsageError(f"{source}: {output} is a file, not a folder; name a folder for the archive")
+    if not existing.is_dir():
+        raise pytest.UsageError(f"{source}: cannot create {output}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == output else f"cannot be created ({existing} is not writable)"
+        raise pytest.UsageError(f"{source}: {output} {what}; name a folder you can write")
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
-    """Settings from the command line, then ``TT_*`` env vars, then defaults."""
-    sandbox = _opt(config, "--tt-sandbox", "TT_SANDBOX") or "auto"
-    if sandbox not in ("auto", "docker", "bwrap", "local"):
-        raise pytest.UsageError(f"invalid sandbox {sandbox!r} from TT_SANDBOX; use auto|docker|bwrap|local")
-    output = Path(_opt(config, "--tt-output", "TT_OUTPUT") or "outputs")
+    """Settings from the command line, then ``TT_*`` env vars, then defaults.
+
+    Raises:
+        pytest.UsageError: a given value is unusable (see the module docstring).
+    """
+    sandbox, sandbox_from = _opt_from(config, "--tt-sandbox", "TT_SANDBOX")
+    sandbox = sandbox or "auto"
+    if sandbox not in SANDBOXES:
+        raise pytest.UsageError(f"{sandbox_from}: invalid sandbox {sandbox!r}; use {'|'.join(SANDBOXES)}")
+    out_value, out_from = _opt_from(config, "--tt-output", "TT_OUTPUT")
+    output = Path(out_value or "outputs")
     if not output.is_absolute():
         output = Path(config.invocation_params.dir) / output
+    if out_from != "default":
+        check_output(output, out_from)
+    harness_value, harness_from = _opt_from(config, "--tt-harness", "TT_HARNESS")
+    harnesses = _split(harness_value)
+    if harnesses:
+        check_harnesses(harnesses, harness_from)
+    model_value, model_from = _opt_from(config, "--tt-model", "TT_MODEL")
+    models = _split(model_value)
+    if models:
+        check_models(models, model_from)
     tasks = _opt(config, "--tt-tasks", "TT_TASKS")
     return Settings(
-        harnesses=_split(_opt(config, "--tt-harness", "TT_HARNESS")),
-        models=_split(_opt(config, "--tt-model", "TT_MODEL")) or ("probe",),
+        harnesses=harnesses,
+        models=models or ("probe",),
         sandbox=sandbox,
         output=output,
         judge=_opt(config, "--tt-judge", "TT_JUDGE"),

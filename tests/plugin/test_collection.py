@@ -90,11 +90,13 @@ def test_broken_pack_fails_only_its_own_cells(pytester: pytest.Pytester) -> None
     assert "test_cell[E1-build-status-001-reference-probe]" in collected(collect)
 
 
-def test_unknown_harness_fails_with_registry_listing(pytester: pytest.Pytester) -> None:
+def test_unknown_harness_stops_the_session_before_any_cell(pytester: pytest.Pytester) -> None:
+    """A typo in --tt-harness is a usage error (one line, exit 4), not a failed cell per task."""
     make_suite(pytester)
     result = pytester.runpytest("tasks", "-q", "--tt-harness", "nosuch", f"--tt-output={pytester.path / 'out'}")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*unknown harness 'nosuch'; registered:*tracetrial.harnesses*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--tt-harness: unknown harness 'nosuch'; registered:*tracetrial.harnesses*"])
+    assert not (pytester.path / "out").exists()
 
 
 def test_third_party_harness_through_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
