@@ -6,12 +6,15 @@ import shutil
 from pathlib import Path
 
 import docker  # noqa: F401  (see below)
+import matplotlib  # noqa: F401  (see below: numpy's C extension cannot be loaded twice)
 import pytest
 
 # pytester's in-process sessions restore sys.modules after each run: a module first imported
-# inside one (the docker SDK and its requests, imported lazily by the docker backend) is
+# inside one (the docker SDK and its requests, imported lazily by the docker backend; numpy,
+# imported by the reports' heatmap at an inner session's end) is
 # imported afresh by the next, while objects cached from the first keep the old classes —
-# requests then fails with "You can only merge into CookieJar". Importing it here, before any
+# requests then fails with "You can only merge into CookieJar", numpy with "cannot load module
+# more than once per process". Importing them here, before any
 # in-process session, keeps one copy for all of them.
 
 pytest_plugins = ["pytester"]
