@@ -6,15 +6,19 @@ import shutil
 from pathlib import Path
 
 import docker  # noqa: F401  (see below)
-import matplotlib  # noqa: F401  (see below: numpy's C extension cannot be loaded twice)
+import matplotlib
 import pytest
 
+matplotlib.use("Agg")  # the reports' heatmap backend (headless)
+import matplotlib.pyplot  # noqa: E402, F401  (see below)
+
 # pytester's in-process sessions restore sys.modules after each run: a module first imported
-# inside one (the docker SDK and its requests, imported lazily by the docker backend; numpy,
-# imported by the reports' heatmap at an inner session's end) is
+# inside one (the docker SDK and its requests, imported lazily by the docker backend; numpy and
+# matplotlib.pyplot, imported by the reports' heatmap at an inner session's end) is
 # imported afresh by the next, while objects cached from the first keep the old classes —
 # requests then fails with "You can only merge into CookieJar", numpy with "cannot load module
-# more than once per process". Importing them here, before any
+# more than once per process", pyplot with "Single argument to subplot must be a three-digit
+# integer, not GridSpec". Importing them here, before any
 # in-process session, keeps one copy for all of them.
 
 pytest_plugins = ["pytester"]
