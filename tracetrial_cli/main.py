@@ -9,6 +9,7 @@
     tracetrial report OUTPUT              write OUTPUT/reports/ from the archive
     tracetrial calibrate [--output DIR]   run reference + every mutant, print the discrimination table
     tracetrial gate --baseline FILE OUTPUT   compare verdicts with a stored baseline (CI regression gate)
+    tracetrial export atif|otel OUTPUT    trace exports: ATIF v1.7 per cell, OTel GenAI spans (OTLP JSON)
 """
 
 from __future__ import annotations
@@ -165,6 +166,27 @@ def cmd_gate(args: argparse.Namespace) -> int:
                 allow_version_change=args.allow_version_change)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``tracetrial export atif|otel OUTPUT``: trace exports from the archive alone."""
+    from reports.export import export_atif, export_otel
+
+    output = Path(args.output)
+    if not (output / "traces").is_dir():
+        print(f"error: {output} has no traces/ folder (not a --tt-output archive)", file=sys.stderr)
+        return 2
+    if args.format == "atif":
+        outcome = export_atif(output, Path(args.out) if args.out else None)
+        what = f"exported {len(outcome.written)} ATIF trajectory file(s)"
+    else:
+        target = Path(args.out) if args.out else output / "exports" / "otel" / "traces.otlp.json"
+        outcome = export_otel(output, target, content=args.content)
+        what = f"exported {outcome.cells} cell(s) as OTLP JSON to {target}" + (" (with redacted content)" if args.content else "")
+    for root, problem in outcome.failed:
+        print(f"error: {problem}", file=sys.stderr)
+    print(what + (f"; {len(outcome.failed)} cell(s) failed" if outcome.failed else ""))
+    return 1 if outcome.failed else 0
+
+
 def cmd_images(args: argparse.Namespace) -> int:
     """``tracetrial images build|list``: the docker sandbox's local images."""
     from apparatus.sandbox.docker_backend import engine_reason
@@ -245,6 +267,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["build", "list"])
     p.add_argument("--force", action="store_true", help="rebuild even when the tags exist")
     p.set_defaults(func=cmd_images)
+    p = sub.add_parser("export", help="export traces: ATIF v1.7 trajectories or OpenTelemetry GenAI spans",
+                       description="atif: one trajectory.json per cell, by default at "
+                                   "OUTPUT/exports/atif/<task>/<model>/<harness>/trajectory.json (never inside a sealed cell), "
+                                   "with --out DIR at DIR/<task>/<model>/<harness>/trajectory.json. otel: one OTLP JSON "
+                                   "file of every cell's spans (default OUTPUT/exports/otel/traces.otlp.json). "
+                                   "Exit 1 when a cell could not be read.")
+    p.add_argument("format", choices=["atif", "otel"])
+    p.add_argument("output", help="a session's archive folder (--tt-output)")
+    p.add_argument("--out", help="atif: a folder mirroring traces/; otel: the file to write")
+    p.add_argument("--content", action="store_true",
+                   help="otel: include message and tool content (Opt-In attributes), redacted")
+    p.set_defaults(func=cmd_export)
     p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
     p.set_defaults(func=None)
     return parser
