@@ -21,7 +21,7 @@ from tracetrial.archive import RunPaths
 from tracetrial.results import CombinedScore
 from tracetrial.task import TaskPack
 
-Status = Literal["ok", "missing", "unexpected", "not_run", "not_admitted"]
+Status = Literal["ok", "missing", "unexpected", "mislabelled", "not_run", "not_admitted"]
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,28 @@ class CalibrationReport:
         return [r for r in self.rows if not r.ok]
 
 
-def _failed(path: Path) -> tuple[bool, set[str]] | None:
-    """(admitted, failed criterion ids) of one archived cell, or None when absent."""
+@dataclass(frozen=True)
+class _Cell:
+    admitted: bool
+    failed: frozenset[str]
+    agent_failed: frozenset[str]
+    label: str
+
+
+def _cell(path: Path) -> _Cell | None:
+    """What calibration reads of one archived cell, or None when absent."""
     if not path.is_file():
         return None
     score = CombinedScore.model_validate_json(path.read_text(encoding="utf-8"))
-    return score.admitted, {v.id for v in score.verdicts if v.passed is False}
+    failed = [v for v in score.verdicts if v.passed is False]
+    return _Cell(score.admitted, frozenset(v.id for v in failed),
+                 frozenset(v.id for v in failed if v.layer == "agent"), score.attribution.label)
+
+
+def _failed(path: Path) -> tuple[bool, set[str]] | None:
+    """(admitted, failed criterion ids) of one archived cell, or None when absent."""
+    cell = _cell(path)
+    return None if cell is None else (cell.admitted, set(cell.failed))
 
 
 def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *, model: str = "probe") -> CalibrationReport:
@@ -82,18 +98,26 @@ def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *
         for mutant in mutant_list:
             variant = f"reference+{mutant}"
             expected = frozenset(declared.get(mutant, []))
-            got = _failed(RunPaths.for_cell(output, task.id, model, variant).combined_score)
+            got = _cell(RunPaths.for_cell(output, task.id, model, variant).combined_score)
             if got is None:
                 report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(), "not_run",
                                                   "no archived cell"))
                 continue
-            admitted, failed = got
+            admitted, failed = got.admitted, set(got.failed)
             if not admitted:
                 report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(failed), "not_admitted",
                                                   "run not admitted"))
                 continue
             flipped = frozenset(failed - ref_failed)
-            if flipped == expected:
+            if flipped == expected and got.agent_failed and got.label != "harness_caused":
+                # TASK_GUIDE rule 10: a seeded harness defect that breaks the agent layer must be
+                # attributed to the harness; otherwise the task blames the agent for it.
+                report.rows.append(CalibrationRow(
+                    task.id, variant, expected, flipped, "mislabelled",
+                    f"agent criteria failed ({', '.join(sorted(got.agent_failed))}) but the run is "
+                    f"labelled {got.label!r}, not 'harness_caused': link them to a harness criterion "
+                    "the same defect flips"))
+            elif flipped == expected:
                 report.rows.append(CalibrationRow(task.id, variant, expected, flipped, "ok"))
             elif expected - flipped:
                 report.rows.append(CalibrationRow(task.id, variant, expected, flipped, "missing",

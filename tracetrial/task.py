@@ -22,6 +22,7 @@ problems into one :class:`~tracetrial.errors.TaskPackErrors`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -124,7 +125,13 @@ class TaskSpec(StrictModel):
     permissions: PermissionSpec = Field(default_factory=PermissionSpec)
     expected_outputs: list[ExpectedOutput] = Field(default_factory=list)
     secrets: list[str] = Field(
-        default_factory=list, description="Planted credential values the archive must never hold."
+        default_factory=list, repr=False,  # a traceback that prints the spec must not show them
+        description="Planted credential values the archive must never hold."
+    )
+    verifier_timeout_s: float | None = Field(
+        default=None, gt=0, le=3600,
+        description="Seconds verifier/score.py may run (default: TT_VERIFIER_TIMEOUT_S, else 60); "
+                    "exceeding it makes the cell apparatus_invalid."
     )
     calibration: CalibrationSpec = Field(default_factory=CalibrationSpec)
 
@@ -199,7 +206,7 @@ class IsolationSpec(StrictModel):
     notes: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TaskPack:
     """A loaded, validated task pack.
 
@@ -222,9 +229,19 @@ class TaskPack:
     oracle: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # Id and folder only: a traceback or a test parameter that shows a pack must never
+        # show its truth, oracle or planted secrets (they stay under the run's private/).
+        return f"TaskPack(id={self.spec.id!r}, root={str(self.root)!r})"
+
     @property
     def id(self) -> str:
         return self.spec.id
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of every file of the pack (see :func:`pack_digest`)."""
+        return pack_digest(self.root)
 
     @property
     def component_name(self) -> str:
@@ -494,6 +511,26 @@ class BrokenPack:
     @property
     def id(self) -> str:
         return self.root.name
+
+
+#: Files a pack folder may hold that are not part of the pack (interpreter caches).
+_NOT_PACK = ("__pycache__", ".pytest_cache")
+
+
+def pack_digest(root: Path) -> str:
+    """SHA-256 (hex) over every file of a pack folder, by relative path and bytes.
+
+    Any edit of the pack (task, prompt, rubric, verifier, policy, workspace, truth) changes it,
+    so a result keyed by it (the incremental calibration record) is stale exactly when the
+    pack changed. Interpreter caches are left out: they change without the pack changing.
+    """
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*")
+                   if p.is_file() and not any(part in _NOT_PACK for part in p.relative_to(root).parts))
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def discover(tasks_dir: Path) -> list[TaskPack | BrokenPack]:

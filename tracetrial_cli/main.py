@@ -130,29 +130,61 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def sample_tasks(ids: list[str], k: int, seed: str) -> list[str]:
+    """``k`` of ``ids``, chosen reproducibly by ``seed`` (the same seed, the same sample)."""
+    import hashlib
+
+    ranked = sorted(ids, key=lambda i: hashlib.sha256(f"{seed}\0{i}".encode()).hexdigest())
+    return sorted(ranked[:k])
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from harnesses.reference.adapter import ReferenceAdapter
     from harnesses.reference.mutants import MUTANTS
     from reports.calibration import calibrate, format_table
-    from tracetrial.task import BrokenPack, discover
+    from reports.calibration_record import load_record, merge, stale_tasks, write_record
+    from tracetrial.task import BrokenPack, TaskPack, discover
 
     tasks_dir = Path(args.tasks)
     output = Path(args.output)
     mutants = sorted(MUTANTS)
-    if not args.report_only:
+    discovered = discover(tasks_dir)
+    broken = [p for p in discovered if isinstance(p, BrokenPack)]
+    packs = [p for p in discovered if isinstance(p, TaskPack)]
+    record_path = Path(args.record) if args.record else None
+    reference_version = ReferenceAdapter().version()
+    record = load_record(record_path) if record_path else None
+    if record is None or args.full_matrix:
+        to_run = [p.id for p in packs]
+    else:
+        to_run = stale_tasks(record, packs, reference_version, mutants)
+        if args.sample:
+            # Unchanged packs can still drift when the apparatus they run on changes (probe,
+            # criteria, gateway): re-measure a few of them too, chosen by the seed.
+            to_run = sorted({*to_run, *sample_tasks([p.id for p in packs if p.id not in to_run],
+                                                    args.sample, args.sample_seed)})
+    if record is not None:
+        print(f"calibration record {record_path}: {len(packs) - len(to_run)} task(s) unchanged "
+              f"(pack and reference {reference_version} as recorded), {len(to_run)} to measure"
+              + (" (--full-matrix)" if args.full_matrix else ""))
+    if to_run and not args.report_only:
         import pytest
 
         variants = ",".join(["reference", *(f"reference+{m}" for m in mutants)])
         argv = [str(tasks_dir), f"--tt-harness={variants}", "--tt-model=probe", f"--tt-output={output}", "-q",
                 "-p", "no:cacheprovider"]
+        if len(to_run) < len(packs):
+            argv += ["-k", " or ".join(to_run)]
         if args.workers:
             argv += ["-n", str(args.workers)]
         if args.rerun:
             argv.append("--tt-rerun")
         # Red cells are expected here (mutants must fail); the verdict is the table below.
         pytest.main(argv)
-    packs = discover(tasks_dir)
-    broken = [p for p in packs if isinstance(p, BrokenPack)]
-    report = calibrate(output, [p for p in packs if not isinstance(p, BrokenPack)], mutants)
+    report = calibrate(output, [p for p in packs if p.id in set(to_run)], mutants)
+    if record is not None and record_path is not None:
+        updated, report = merge(record, report, packs, reference_version, mutants)
+        write_record(record_path, updated)
     print("\n".join(format_table(report, only_nonempty=not args.full)))
     for pack in broken:
         print(f"broken pack {pack.id}: {pack.error}")
@@ -252,6 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerun", action="store_true", help="re-run finished cells")
     p.add_argument("--report-only", action="store_true", help="only read an existing archive")
     p.add_argument("--full", action="store_true", help="list every cell, not only those with flips or problems")
+    p.add_argument("--record", help="incremental: a calibration record (e.g. ci/calibration/probe.json); only "
+                                    "tasks whose pack or reference-harness digest changed are run, the record "
+                                    "is updated")
+    p.add_argument("--full-matrix", action="store_true", help="with --record: re-run every task")
+    p.add_argument("--sample", type=int, default=0, metavar="K",
+                   help="with --record: also re-measure K unchanged tasks (apparatus drift check)")
+    p.add_argument("--sample-seed", default="0", help="which K tasks --sample picks (e.g. the commit id)")
     p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("gate", help="compare an output's verdicts with a stored baseline; exit 1 on regressions",
                        description="Exit codes: 0 no regression, 1 regressed/vanished/unmeasured cells, "

@@ -20,9 +20,15 @@ def task_with(mutants: dict[str, list[str]]) -> TaskPack:
     return dataclasses.replace(task, spec=spec)
 
 
-def cell(out: Path, harness: str, failed: set[str], admitted: bool = True) -> None:
+#: E1's declared links: each harness criterion can cause each agent failure.
+LINKS = tuple((h, a) for h in H for a in A)
+
+
+def cell(out: Path, harness: str, failed: set[str], admitted: bool = True,
+         links: tuple[tuple[str, str], ...] = LINKS) -> None:
     cs = make_combined("E1-build-status-001", "probe", harness,
-                       {h: h not in failed for h in H}, {a: a not in failed for a in A}, admitted=admitted)
+                       {h: h not in failed for h in H}, {a: a not in failed for a in A}, admitted=admitted,
+                       links=links)
     write_cell(out, cs)
 
 
@@ -63,3 +69,15 @@ def test_fully_calibrated(tmp_path: Path) -> None:
     report = calibrate(tmp_path, [task], ["hide_exit_code", "drop_stderr"])
     assert report.ok
     assert format_table(report)[-1].endswith("calibrated")
+
+
+def test_agent_failures_of_a_mutant_must_be_attributed_to_the_harness(tmp_path: Path) -> None:
+    """TASK_GUIDE rule 10: the declared flips alone are not enough when the run blames the agent."""
+    task = task_with({"hide_exit_code": [H[0], A[0]]})
+    cell(tmp_path, "reference", set())
+    cell(tmp_path, "reference+hide_exit_code", {H[0], A[0]}, links=())
+    (row,) = [r for r in calibrate(tmp_path, [task], ["hide_exit_code"]).rows if r.variant != "reference"]
+    assert row.status == "mislabelled"
+    assert "A1-status-reports-failure" in row.detail and "harness_caused" in row.detail
+    cell(tmp_path, "reference+hide_exit_code", {H[0], A[0]})
+    assert calibrate(tmp_path, [task], ["hide_exit_code"]).ok
