@@ -130,15 +130,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def sample_tasks(ids: list[str], k: int, seed: str) -> list[str]:
-    """``k`` of ``ids``, chosen reproducibly by ``seed`` (the same seed, the same sample)."""
-    import hashlib
-
-    ranked = sorted(ids, key=lambda i: hashlib.sha256(f"{seed}\0{i}".encode()).hexdigest())
-    return sorted(ranked[:k])
-
-
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ci.sampling import sample_ids
     from harnesses.reference.adapter import ReferenceAdapter
     from harnesses.reference.mutants import MUTANTS
     from reports.calibration import calibrate, format_table
@@ -161,7 +154,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if args.sample:
             # Unchanged packs can still drift when the apparatus they run on changes (probe,
             # criteria, gateway): re-measure a few of them too, chosen by the seed.
-            to_run = sorted({*to_run, *sample_tasks([p.id for p in packs if p.id not in to_run],
+            to_run = sorted({*to_run, *sample_ids([p.id for p in packs if p.id not in to_run],
                                                     args.sample, args.sample_seed)})
     if record is not None:
         print(f"calibration record {record_path}: {len(packs) - len(to_run)} task(s) unchanged "

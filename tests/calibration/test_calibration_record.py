@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from ci.sampling import sample_ids
 from reports.calibration import CalibrationReport, calibrate
 from reports.calibration_record import load_record, merge, stale_tasks, write_record
 from tests.calibration.test_calibration_table import A, H, cell
 from tests.conftest import EXAMPLE_PACK
 from tracetrial.task import TaskPack, load_task, pack_digest
-from tracetrial_cli.main import sample_tasks
 
 MUTANTS = ["drop_stderr", "hide_exit_code"]
 REF = "0.1.0+src.aaaaaaaaaaaa"
@@ -97,10 +97,10 @@ def test_a_removed_task_leaves_the_record(tmp_path: Path, pack: TaskPack) -> Non
 
 def test_sample_is_reproducible_and_bounded() -> None:
     ids = [f"T{i}-x-001" for i in range(20)]
-    assert sample_tasks(ids, 3, "abc") == sample_tasks(ids, 3, "abc")
-    assert len(sample_tasks(ids, 3, "abc")) == 3 and set(sample_tasks(ids, 3, "abc")) <= set(ids)
-    assert {tuple(sample_tasks(ids, 3, s)) for s in "abcdefgh"} != {tuple(sample_tasks(ids, 3, "a"))}
-    assert sample_tasks(ids[:2], 5, "x") == sorted(ids[:2])
+    assert sample_ids(ids, 3, "abc") == sample_ids(ids, 3, "abc")
+    assert len(sample_ids(ids, 3, "abc")) == 3 and set(sample_ids(ids, 3, "abc")) <= set(ids)
+    assert {tuple(sample_ids(ids, 3, s)) for s in "abcdefgh"} != {tuple(sample_ids(ids, 3, "a"))}
+    assert sample_ids(ids[:2], 5, "x") == sorted(ids[:2])
 
 
 def test_h_and_a_are_the_example_packs_criteria(pack: TaskPack) -> None:

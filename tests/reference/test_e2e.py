@@ -28,7 +28,7 @@ def _verdicts(output: Path, harness: str) -> dict[str, bool]:
 def test_e1_faithful_passes_and_hide_exit_code_fails(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(CELLS), "-k", "E1 and reference", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", str(CELLS), "-k", "E1-build-status-001 and reference", "-p", "no:cacheprovider",
          "--tt-harness", "reference,reference+hide_exit_code", "--tt-output", str(out), "-q"],
         check=False, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert "APPARATUS ERROR" not in proc.stdout, proc.stdout[-4000:]

@@ -88,7 +88,7 @@ def fake_cell(root: Path | None = None) -> CellArchive:
                        records=records)
 
 
-CELLS_K = "C3 or L4 or O1"
+CELLS_K = "C3-freeze-ticket-001 or L4-pending-report-001 or O1-ticket-close-error-001"
 HARNESSES = "reference,claude_code,codex"
 
 
