@@ -2,12 +2,17 @@
 
 ``stdin`` is closed, stdout and stderr are streamed to files as they arrive
 (the process writes straight into them), and the wall clock is enforced by
-killing the whole process group, so a hung harness and its children are gone
-afterwards. A crash or hang is reported in the outcome, never raised.
+ending the process's whole tree: the process runs under the apparatus's
+supervisor (:mod:`apparatus.lifetime`, a child subreaper), so even a child that
+left the process group (``setsid``) is found and killed, and
+:func:`run_process` returns only once every process of the turn is gone. The
+supervisor also ends the turn when the session process dies (``kill -9`` of
+pytest). A crash or hang is reported in the outcome, never raised.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,6 +21,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from apparatus.lifetime import spawn, stop, wait_group_gone
+from apparatus.tempstate import session_dir
+
+#: SIGTERM -> SIGKILL grace when a turn is ended at its deadline.
+KILL_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -28,21 +39,24 @@ class ProcessOutcome:
     error: str | None = None
 
 
-def kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
-    """SIGTERM the process group of ``proc``, SIGKILL it after ``grace_s``; reaped afterwards."""
+def kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0, *, settle_s: float = 10.0) -> None:
+    """SIGTERM the process group of ``proc``, SIGKILL it after ``grace_s``; reaped afterwards.
+
+    Returns only when the group has no process left (or, for a process stuck in the kernel,
+    after ``settle_s`` more): a SIGKILL is delivered asynchronously, and a caller that looks
+    right after the kill must not find a member still exiting.
+    """
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
+        proc.wait()
         return
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    # The grace is for the whole group, not just its leader: members get SIGTERM too.
+    if not wait_group_gone(proc.pid, grace_s, reap=proc, kill=False):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    wait_group_gone(proc.pid, settle_s, reap=proc)
 
 
 def run_process(
@@ -54,10 +68,12 @@ def run_process(
     stderr: Path,
     timeout_s: float,
 ) -> ProcessOutcome:
-    """Run ``argv`` in its own process group; kill the group at ``timeout_s``.
+    """Run ``argv`` in its own process group; end its whole tree at ``timeout_s``.
 
-    Inside a cell confined to a sandbox (:func:`apparatus.sandbox.confined`), ``argv``
-    is wrapped by that sandbox (bubblewrap etc.); otherwise it runs as given.
+    Returns only when no process of the run is left: what a finished process left
+    running is killed too (the turn's processes are part of the turn). Inside a cell
+    confined to a sandbox (:func:`apparatus.sandbox.confined`), ``argv`` is wrapped by
+    that sandbox (bubblewrap etc.); otherwise it runs as given.
     """
     from apparatus.sandbox import current
 
@@ -68,30 +84,28 @@ def run_process(
     started = time.monotonic()
     with stdout.open("ab") as out, stderr.open("ab") as err:
         try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True,
-            )
+            # Under the supervisor (own session): the turn's whole tree ends with it.
+            proc, _ = spawn(list(argv), grace_s=KILL_GRACE_S, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                            stdout=out, stderr=err)
         except OSError as exc:
             return ProcessOutcome(None, False, time.monotonic() - started,
                                   f"could not start {argv[0]}: {exc}")
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            kill_group(proc)
+            stop(proc, grace_s=KILL_GRACE_S)
             if conf is not None:
                 conf.sandbox.reap()
             return ProcessOutcome(None, True, time.monotonic() - started,
                                   f"wall clock of {timeout_s:.0f}s exceeded; process group killed")
-        # Children left behind by a finished harness are part of its run: end them too.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        # The supervisor has ended (and reaped) whatever the finished process left running,
+        # wherever its session; the group is empty before the turn is over.
+        wait_group_gone(proc.pid, KILL_GRACE_S, reap=proc)
     # A wrapper that exited by itself cleaned up after itself (the docker launcher removes its
     # container); only a killed one needs the sandbox's reap (above, and at cell cleanup).
     status = conf.sandbox.exit_code(code) if conf is not None else code
     return ProcessOutcome(status, False, time.monotonic() - started)
+
 
 def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:
     """A process killed by a signal has no exit code: report it as a crash (``exit_code=None``)."""
@@ -107,7 +121,7 @@ def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int 
 def cli_version_text(binary: Path, env_for: Callable[[Path], Mapping[str, str]]) -> str:
     """Output of ``<binary> --version`` (stdin closed) run in a throwaway HOME, so no user
     config is read and nothing is left behind; ``env_for(home)`` builds its environment."""
-    with tempfile.TemporaryDirectory(prefix="tt-version-") as home:
+    with tempfile.TemporaryDirectory(prefix="tt-version-", dir=session_dir()) as home:
         out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
                              check=False, env=dict(env_for(Path(home))), stdin=subprocess.DEVNULL)
     return (out.stdout or out.stderr).strip()

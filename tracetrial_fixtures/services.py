@@ -5,6 +5,10 @@ the first cell that needs them and stopped at session end. Their logs go to
 ``<output>/logs/``. The apparatus classes are imported for typing only here and
 at first use below: importing the gateway loads LiteLLM (about a second), which a
 session that runs no cell (``--collect-only``) should not pay.
+
+Creating the services (the first cell of a process) sets up the process's session
+folder for temp state (:mod:`apparatus.tempstate`), which first sweeps what sessions
+killed outright left behind: their temp folders, and a proxy still running.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ class Services:
     _gateway: Gateway | None = None
     _registry: ModelRegistry | None = None
     errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from apparatus import tempstate
+
+        tempstate.session_dir()  # sweeps the temp state of dead sessions, once per process
 
     @property
     def records_dir(self) -> Path:

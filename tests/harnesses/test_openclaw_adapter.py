@@ -189,6 +189,9 @@ def test_hang_ends_at_the_deadline_and_the_archive_is_kept(tmp_path: Path, hangi
     adapter.collect(ctx)
     # OpenClaw's own deadline (5 s below the runner's) fires first: its timeout envelope, exit 2
     assert (outcome.exit_code, outcome.timed_out) in ((2, False), (None, True))
+    # Looked at immediately, no settling: run_process returns only once every process of the
+    # turn is gone, wherever its process group (apparatus.lifetime). It once found a Node
+    # process still exiting here (tests/lifetime/test_runner_tree.py pins the cause down).
     assert outcome.duration_s < 30 and _processes_in(ctx.workspace) == []
     trace = adapter.normalize(ctx.paths, [outcome], ctx.run_id)
     if outcome.exit_code == 2:
