@@ -7,6 +7,7 @@ variables, the task's planted secrets and common key patterns.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -47,11 +48,25 @@ ASSIGNMENT_PATTERN = re.compile(
 SENSITIVE_KEYS = frozenset({"authorization", "x-api-key", "api-key", "api_key", "apikey", "cookie"})
 
 
+def encoded_forms(secret: str) -> list[str]:
+    """``secret`` as it appears in text: itself, and as written inside a JSON string (with
+    escapes, ASCII-only or not), longest first. A provider request body or a JSON record
+    holds the escaped form of a value with quotes, backslashes or non-ASCII characters."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    return sorted(forms, key=len, reverse=True)
+
+
 @dataclass
 class Redactor:
-    """Replaces known secret values and key-shaped strings with ``[REDACTED]``."""
+    """Replaces known secret values and key-shaped strings with ``[REDACTED]``.
 
-    values: set[str] = field(default_factory=set)
+    ``patterns=False`` replaces the known values only (no key-shaped strings): for a
+    recorder that must keep what it records exact except for the secrets it was given.
+    """
+
+    #: Out of the repr: a traceback that shows a redactor must not show what it redacts.
+    values: set[str] = field(default_factory=set, repr=False)
+    patterns: bool = True
 
     @classmethod
     def from_environment(cls, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> Redactor:
@@ -68,8 +83,11 @@ class Redactor:
         """Redact one string."""
         # Longest first so a secret containing another is removed whole.
         for secret in sorted(self.values, key=len, reverse=True):
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+            for form in encoded_forms(secret):
+                if form in value:
+                    value = value.replace(form, REDACTED)
+        if not self.patterns:
+            return value
         for pattern in KEY_PATTERNS:
             value = pattern.sub(REDACTED, value)
         return ASSIGNMENT_PATTERN.sub(lambda m: m.group(1) + REDACTED, value)
@@ -98,7 +116,8 @@ class Redactor:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             for secret in self.values:
-                data = data.replace(secret.encode(), REDACTED.encode())
+                for form in encoded_forms(secret):
+                    data = data.replace(form.encode(), REDACTED.encode())
             return data
         return self.text(text).encode("utf-8")
 
@@ -106,6 +125,13 @@ class Redactor:
         """Which known secret values (masked) still occur in ``data``."""
         found = []
         for secret in self.values:
-            if secret.encode() in data:
+            if any(form.encode() in data for form in encoded_forms(secret)):
                 found.append(secret[:3] + "…")
         return found
+
+
+def occurrences(data: bytes, secrets: Iterable[str]) -> list[int]:
+    """How often each of ``secrets`` (in order) occurs in ``data``, in any of its
+    :func:`encoded_forms`: evidence of where a secret went, taken before it is redacted."""
+    return [sum(data.count(form.encode()) for form in encoded_forms(secret)) if secret else 0
+            for secret in secrets]

@@ -71,6 +71,7 @@ from apparatus.gateway.config import (
 )
 from apparatus.gateway.records import RUN_ID_RE, RequestRecord, RunLog
 from tracetrial.harness import WireFormat
+from tracetrial.redact import Redactor
 
 log = logging.getLogger("apparatus.gateway")
 
@@ -107,13 +108,24 @@ class _Ctx:
 
 _CTX: dict[str, _Ctx] = {}
 _RUNS: dict[str, RunLog] = {}
+#: Run id -> its planted secrets, as the parent registered them (``/tt/control/run/<id>``).
+_SECRETS: dict[str, tuple[str, ...]] = {}
+
+
+def _redactor(run_id: str) -> Redactor:
+    """Values only: the run's planted secrets and this process's credential values (what a
+    record must never hold in clear); key-shaped strings stay, the archive redacts those."""
+    redactor = Redactor.from_environment(extra=_SECRETS.get(run_id, ()))
+    redactor.patterns = False
+    return redactor
 
 
 def _run_log(run_id: str) -> RunLog:
     rl = _RUNS.get(run_id)
     if rl is None:
         rl = _RUNS[run_id] = RunLog(Path(SETTINGS.records_dir) / run_id,
-                                    record_bodies=SETTINGS.record_bodies)
+                                    record_bodies=SETTINGS.record_bodies, redactor=_redactor(run_id),
+                                    planted=_SECRETS.get(run_id, ()))
     return rl
 
 
@@ -232,7 +244,9 @@ def _begin(ctx: _Ctx) -> None:
         "tool_results": W.extract_tool_results(body, wire),
         "body_sha256": W.sha256_hex(raw), "last_user_text": W.last_user_text(body, wire),
     }
-    ctx.index = _run_log(ctx.run_id).arrive(raw)
+    run_log = _run_log(ctx.run_id)
+    ctx.partial["planted_secrets"] = run_log.planted_hits(raw)
+    ctx.index = run_log.arrive(raw)
     ctx.raw = None
 
 
@@ -504,6 +518,28 @@ async def _drain(request: Request, run_id: str, timeout: float = 10.0) -> dict[s
     return {**counts, "forced": len(forced)}
 
 
+async def _register(request: Request, run_id: str) -> dict[str, Any]:
+    """Take the run's planted secrets (``{"secrets": [...]}``) before its first request, so
+    its records never hold them in clear. Parent only (the gateway's control header): a
+    process under test must not change what another run's records redact."""
+    if not hmac.compare_digest(request.headers.get(CONTROL_HEADER, ""), SETTINGS.secret):
+        raise _deny(403, "control requests need the gateway's control header")
+    if not RUN_ID_RE.match(run_id):
+        raise _deny(400, f"invalid run id: {run_id!r}")
+    try:
+        data = json.loads(await request.body() or b"{}")
+    except ValueError:
+        data = None
+    values = data.get("secrets") if isinstance(data, dict) else None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise _deny(400, 'expected {"secrets": [<string>, ...]}')
+    _SECRETS[run_id] = tuple(values)
+    if run_id in _RUNS:     # a request came first: later lines and bodies are redacted too
+        _RUNS[run_id].redactor = _redactor(run_id)
+        _RUNS[run_id].planted = _SECRETS[run_id]
+    return {"run_id": run_id, "secrets": len(values)}
+
+
 def _install_control_routes() -> None:
     from litellm.proxy.proxy_server import app
 
@@ -511,6 +547,7 @@ def _install_control_routes() -> None:
     if f"{CONTROL_PREFIX}/health" not in paths:
         app.add_api_route(f"{CONTROL_PREFIX}/health", _health, methods=["GET"])
         app.add_api_route(f"{CONTROL_PREFIX}/drain/{{run_id}}", _drain, methods=["POST"])
+        app.add_api_route(f"{CONTROL_PREFIX}/run/{{run_id}}", _register, methods=["POST"])
 
 
 _install_control_routes()

@@ -10,6 +10,11 @@ Usage::
 
 Several gateways can run on one machine: each has its own port, config directory,
 per-gateway secret and log; records of different runs go to different files.
+
+The proxy runs under the apparatus's supervisor (:mod:`apparatus.lifetime`): it dies with
+the process that started it, even of a ``kill -9``, and its config folder (with the
+master key) is removed then; the folder lives in that process's session folder
+(:mod:`apparatus.tempstate`), which the next session sweeps should anything be left.
 """
 
 from __future__ import annotations
@@ -19,21 +24,20 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Self
 
 import yaml
 
+from apparatus import lifetime, tempstate
 from apparatus.gateway.config import (
     CONTROL_HEADER,
     CONTROL_PREFIX,
@@ -54,6 +58,10 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 class GatewayError(ApparatusError):
     """The gateway could not start, or was asked for a route it cannot serve."""
+
+
+#: SIGTERM -> SIGKILL grace when the proxy is stopped.
+_STOP_GRACE_S = 10.0
 
 
 def _free_port(host: str) -> int:
@@ -93,7 +101,8 @@ class Gateway:
         self._secret = secrets.token_hex(16)
         self._instance_id = secrets.token_hex(8)
         self._port: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None   # the proxy's supervisor
+        self._proxy_pid: int | None = None
         self._log: IO[bytes] | None = None
         self._workdir: Path | None = None
         self._live: dict[str, LiveRoute] = {}
@@ -106,7 +115,8 @@ class Gateway:
             return self
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._workdir = Path(tempfile.mkdtemp(prefix="tt-gateway-"))
+        # In this process's session folder: swept, master key and all, should we be killed.
+        self._workdir = tempstate.mkdtemp("tt-gateway-")
         config, self._live = build_litellm_config(
             self.registry, probe_url=self.probe_url, master_key="sk-" + secrets.token_hex(24), env=self._env,
             recorder=self.recorder)
@@ -146,11 +156,17 @@ class Gateway:
             env.pop(var, None)
         self._log.write(f"--- tracetrial gateway {self._instance_id} starting on port {port}\n".encode())
         self._log.flush()
-        self._proc = subprocess.Popen(
+        # Under the supervisor (apparatus.lifetime): the proxy dies with this process, even
+        # of a kill -9, and its config folder goes with it; registered for the next
+        # session's sweep should the supervisor itself be killed outright.
+        self._proc, self._proxy_pid = lifetime.spawn(
             [sys.executable, "-m", "litellm.proxy.proxy_cli", "--config", str(self._workdir / "config.yaml"),
              "--host", self.host, "--port", str(port), "--num_workers", "1"],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._workdir,
-            env=env, start_new_session=True)
+            grace_s=_STOP_GRACE_S, cleanup=self._workdir,
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._workdir, env=env)
+        for pid in (self._proc.pid, self._proxy_pid):
+            if pid is not None:
+                tempstate.register_process(pid)
 
     def _wait_ready(self, port: int) -> tuple[bool, str]:
         assert self._proc is not None
@@ -176,16 +192,8 @@ class Gateway:
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)      # our own session: the proxy and its children
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        if proc is not None:
+            lifetime.stop(proc, grace_s=_STOP_GRACE_S)  # the proxy and anything it started
 
     def stop(self) -> None:
         """Stop the proxy (idempotent). Records already written stay."""
@@ -225,7 +233,13 @@ class Gateway:
 
     @property
     def pid(self) -> int | None:
+        """The pid of the proxy's supervisor (the leader of the proxy's process group)."""
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def proxy_pid(self) -> int | None:
+        """The pid of the LiteLLM proxy process itself, while it runs."""
+        return self._proxy_pid if self._proc is not None else None
 
     # ---------------------------------------------------------------- routes
 
@@ -267,6 +281,22 @@ class Gateway:
         return run_key(self._secret, run_id)
 
     # ---------------------------------------------------------------- records
+
+    def register_run(self, run_id: str, secrets: Sequence[str]) -> None:
+        """Give the recorder ``run_id``'s planted secrets before the run's first request:
+        its ``requests.jsonl`` and bodies then hold ``[REDACTED]`` where a secret was (each
+        record counts them in ``planted_secrets``). Sent over the loopback control route,
+        never written to disk."""
+        if not RUN_ID_RE.match(run_id):
+            raise GatewayError(f"run id {run_id!r} must match {RUN_ID_RE.pattern}")
+        req = urllib.request.Request(f"{self.url}{CONTROL_PREFIX}/run/{run_id}", method="POST",
+                                     data=json.dumps({"secrets": list(secrets)}).encode(),
+                                     headers={CONTROL_HEADER: self._secret, "content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                resp.read()
+        except (urllib.error.URLError, OSError) as exc:
+            raise GatewayError(f"could not register run {run_id}'s secrets with the gateway: {exc}") from exc
 
     def records_path(self, run_id: str) -> Path:
         return self.records_dir / run_id / REQUESTS_FILE

@@ -8,6 +8,13 @@ Layout under the gateway's ``records_dir``::
 
 Never stored: request headers (so no auth material). Request bodies are kept only as
 ``body_sha256`` unless bodies are recorded.
+
+Never stored in clear: the run's planted secrets (and the credential values of the proxy's
+environment). The cell registers its task's secrets with the gateway before the harness
+starts (:meth:`apparatus.gateway.Gateway.register_run`); every line and body is written
+through a values-only :class:`~tracetrial.redact.Redactor`, so ``[REDACTED]`` stands where
+a secret was. Where the secrets went stays evidence: ``planted_secrets`` counts each one in
+the raw body before redaction (the cell's ``evidence/secret_scan.json`` reads it).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pydantic import Field
 
 from tracetrial.harness import WireFormat
 from tracetrial.model import StrictModel
+from tracetrial.redact import Redactor, occurrences
 
 REQUESTS_FILE = "requests.jsonl"
 BODIES_DIR = "bodies"
@@ -88,6 +96,10 @@ class RequestRecord(StrictModel):
     usage: Usage | None
     body_sha256: str = Field(description="SHA-256 of the raw request body bytes.")
     last_user_text: str | None
+    planted_secrets: list[int] = Field(
+        default_factory=list,
+        description="Occurrences of each of the run's planted secrets (in the order the cell registered "
+                    "them) in the raw request body, counted before they were redacted from this record.")
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -105,9 +117,14 @@ class RunLog:
     ``O_APPEND`` write, so readers never see a partial line.
     """
 
-    def __init__(self, run_dir: Path, *, record_bodies: bool):
+    def __init__(self, run_dir: Path, *, record_bodies: bool, redactor: Redactor | None = None,
+                 planted: tuple[str, ...] = ()):
         self.run_dir = run_dir
         self.record_bodies = record_bodies
+        #: Applied to every line and body written (values only; see the module docstring).
+        self.redactor = redactor if redactor is not None else Redactor(patterns=False)
+        #: The run's planted secrets, in order: counted by :meth:`planted_hits`.
+        self.planted = planted
         self._lock = threading.Lock()
         self._arrived = 0
         self._next_write = 0
@@ -127,11 +144,15 @@ class RunLog:
         if self.record_bodies:
             bodies = self.run_dir / BODIES_DIR
             bodies.mkdir(exist_ok=True)
-            (bodies / f"{index}.json").write_bytes(raw_body)
+            (bodies / f"{index}.json").write_bytes(self.redactor.bytes_(raw_body))
         return index
 
+    def planted_hits(self, raw_body: bytes) -> list[int]:
+        """Occurrences of each planted secret in ``raw_body`` (the record's ``planted_secrets``)."""
+        return occurrences(raw_body, self.planted)
+
     def finish(self, record: RequestRecord) -> None:
-        line = record.model_dump_json().encode("utf-8") + b"\n"
+        line = self.redactor.text(record.model_dump_json()).encode("utf-8") + b"\n"
         with self._lock:
             self._done[record.index] = line
             ready: list[bytes] = []

@@ -7,6 +7,7 @@ import hashlib
 import json
 import threading
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -347,3 +348,31 @@ def test_admin_routes_are_closed(gateway: Gateway, client: httpx.Client, run_id:
     for path in ("/key/generate", "/model/new", "/config/update"):
         resp = client.post(gateway.url + path, json={}, headers={"authorization": f"Bearer {gateway.api_key(run_id)}"})
         assert resp.status_code in (401, 403), (path, resp.status_code)
+
+
+# ---------------------------------------------------------------- planted secrets
+
+def test_registered_secrets_never_reach_the_records_in_clear(gateway: Gateway, upstream: FakeUpstream,
+                                                             client: httpx.Client, run_id: str) -> None:
+    """The cell registers its planted secrets before the harness starts: the record and the
+    body hold ``[REDACTED]`` and count the secret; what goes upstream is untouched (issue 17)."""
+    secret = "planted-" + uuid.uuid4().hex     # no key shape: only the registered value redacts it
+    gateway.register_run(run_id, [secret])
+    raw = body_for("anthropic", "probe", stream=False, marker=f"{run_id} the key is {secret}, again {secret}")
+    resp = client.post(gateway.base_url(run_id, "probe", "anthropic") + "/v1/messages", content=raw,
+                       headers={"content-type": "application/json"})
+    assert resp.status_code == 200
+    assert last_capture(upstream, run_id.encode()).body == raw        # the provider sees the real request
+    (record,) = gateway.records(run_id)
+    run_dir = gateway.records_dir / run_id
+    for path in (run_dir / "requests.jsonl", run_dir / "bodies" / "0.json"):
+        data = path.read_bytes()
+        assert secret.encode() not in data and b"[REDACTED]" in data, path
+    assert record["planted_secrets"] == [2]
+    assert record["last_user_text"] == f"{run_id} the key is [REDACTED], again [REDACTED]"
+    assert record["body_sha256"] == sha(raw)                          # the hash is of what was sent
+
+
+def test_only_the_parent_registers_secrets(gateway: Gateway, client: httpx.Client, run_id: str) -> None:
+    resp = client.post(f"{gateway.url}/tt/control/run/{run_id}", json={"secrets": ["x" * 12]})
+    assert resp.status_code == 403

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from pathlib import Path
@@ -51,3 +52,26 @@ def test_concurrent_finishers_never_lose_or_tear_a_line(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert [r["index"] for r in read_records(log.path)] == list(range(n))
+
+
+def test_planted_secrets_are_counted_then_redacted(tmp_path: Path) -> None:
+    """Lines and bodies are written redacted (values only, key shapes kept exact); each record
+    counts the planted secrets of its raw body, escaped forms included (issue 17)."""
+    from tracetrial.redact import Redactor
+
+    secret, other = "planted-3f9a0c71be", 'quo"ted-secret'
+    log = RunLog(tmp_path / "r", record_bodies=True, redactor=Redactor({secret, other}, patterns=False),
+                 planted=(secret, other))
+    raw = json.dumps({"messages": [{"content": f"{secret} and {other} and {secret}"}],
+                      "note": "sk-ant-abcdefghijklmnopqrstuvwx"}).encode()
+    assert log.planted_hits(raw) == [2, 1]
+    index = log.arrive(raw)
+    record = _record(index).model_copy(update={"last_user_text": f"{secret} / {other}", "planted_secrets": [2, 1]})
+    log.finish(record)
+    body = (tmp_path / "r" / "bodies" / "0.json").read_bytes()
+    line = log.path.read_bytes()
+    for data in (body, line):
+        assert secret.encode() not in data and b"quo" not in data
+    assert b"sk-ant-abcdefghijklmnopqrstuvwx" in body        # not a planted value: recorded exactly
+    assert read_records(log.path)[0]["last_user_text"] == "[REDACTED] / [REDACTED]"
+    assert read_records(log.path)[0]["planted_secrets"] == [2, 1]
