@@ -9,8 +9,8 @@ that produced them::
      "cells": {"<task>/<model>/<harness>": {"<criterion>": "pass" | "fail" | "unscored", ...}}}
 
 :func:`load` and :func:`store` are the only functions that touch the baseline
-file; :func:`read_output` is the only one that reads an archive (each cell's
-authoritative ``artifacts/llm_judge/combined_score.json``, and ``result.json``
+file; :func:`read_output` is the only one that reads an archive (each cell's seal,
+its authoritative ``artifacts/llm_judge/combined_score.json``, and ``result.json``
 for cells without a score). Everything else here is pure.
 """
 
@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tracetrial.archive import check_seal
 from tracetrial.results import CombinedScore, CriterionVerdict, ResultRecord
 
 __all__ = [
@@ -132,7 +133,9 @@ class OutputSnapshot:
         versions: cell key -> harness version of that cell (measured or not).
         reasons: cell key -> criterion id -> the verdict's reason (for readable diffs).
         unmeasured: cell key -> why the cell has no usable verdicts (no score, not admitted,
-            not eligible).
+            not eligible, half-written archive, score not sealed).
+        tampered: cell key (from the folder names) -> the first file that does not match the
+            cell's manifest; nothing else of the cell is read.
         protocols: every protocol seen among the cells.
         problems: archive problems (unreadable files, one harness with several versions).
     """
@@ -141,13 +144,14 @@ class OutputSnapshot:
     versions: dict[str, str | None] = field(default_factory=dict)
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
     unmeasured: dict[str, str] = field(default_factory=dict)
+    tampered: dict[str, str] = field(default_factory=dict)
     protocols: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
     @property
     def harnesses(self) -> set[str]:
         """Harnesses with at least one cell folder in the output (measured or not)."""
-        return {k.rsplit("/", 1)[-1] for k in (*self.versions, *self.unmeasured)}
+        return {k.rsplit("/", 1)[-1] for k in (*self.versions, *self.unmeasured, *self.tampered)}
 
 
 def _cell_dirs(output: Path) -> list[Path]:
@@ -171,19 +175,26 @@ def _read_model(path: Path, model: type[CombinedScore | ResultRecord]) -> tuple[
 def read_output(output: Path) -> OutputSnapshot:
     """Read every cell of ``<output>/traces`` into an :class:`OutputSnapshot`.
 
-    A cell is *measured* when its ``combined_score.json`` is readable and the run was
-    admitted; its criteria are every stored verdict (core and diagnostic). Other cells
-    are listed in ``unmeasured`` with the reason, never silently dropped.
+    A cell is *measured* when its seal verifies, its ``combined_score.json`` is readable
+    and the run was admitted; its criteria are every stored verdict (core and diagnostic).
+    A cell whose files do not match its manifest is listed in ``tampered``; other cells are
+    listed in ``unmeasured`` with the reason, never silently dropped.
     """
     output = Path(output)
     cells: dict[str, CellState] = {}
     versions: dict[str, str | None] = {}
     reasons: dict[str, dict[str, str]] = {}
     unmeasured: dict[str, str] = {}
+    tampered: dict[str, str] = {}
     protocols: set[str] = set()
     problems: list[str] = []
     for run_dir in _cell_dirs(output):
         task_dir, model_dir, harness_dir = run_dir.parts[-3:]
+        seal = check_seal(run_dir)
+        if seal.state == "tampered":
+            # Nothing inside the cell is trusted, its identity included: the folder names key it.
+            tampered[cell_key(task_dir, model_dir, harness_dir)] = seal.describe()
+            continue
         score, score_err = _read_model(run_dir / "artifacts" / "llm_judge" / "combined_score.json", CombinedScore)
         result, result_err = _read_model(run_dir / "result.json", ResultRecord)
         ident = (score.identity if isinstance(score, CombinedScore)
@@ -193,6 +204,12 @@ def read_output(output: Path) -> OutputSnapshot:
         if ident is not None:
             versions[key] = ident.harness_version
             protocols.add(ident.protocol)
+        if seal.state == "incomplete":
+            unmeasured[key] = f"half-written archive: {seal.describe()}"
+            continue
+        if seal.state == "legacy" and isinstance(score, CombinedScore):
+            unmeasured[key] = f"score not sealed: {seal.describe()}"
+            continue
         if isinstance(result, ResultRecord) and result.eligibility != "eligible":
             unmeasured[key] = f"not eligible ({result.eligibility}): {result.eligibility_reason or '-'}"
             continue
@@ -222,7 +239,7 @@ def read_output(output: Path) -> OutputSnapshot:
         problems.append(f"output mixes protocols: {', '.join(sorted(protocols))}")
     baseline = Baseline(protocol=protocol, harness_versions=harness_versions, cells=cells)
     return OutputSnapshot(baseline=baseline, versions=versions, reasons=reasons, unmeasured=unmeasured,
-                          protocols=tuple(sorted(protocols)), problems=tuple(problems))
+                          tampered=tampered, protocols=tuple(sorted(protocols)), problems=tuple(problems))
 
 
 def from_output(output: Path) -> Baseline:

@@ -44,6 +44,13 @@ def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_versi
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         stored = None
+    if update and snapshot.tampered:
+        # Recording a forged cell would launder it into the reference every later run is held to.
+        for key, why in sorted(snapshot.tampered.items()):
+            print(f"error: {key}: tampered: {why}", file=sys.stderr)
+        print(f"error: refusing to record a baseline from {output}: {len(snapshot.tampered)} tampered cell(s); "
+              "re-run them with --tt-rerun", file=sys.stderr)
+        return EXIT_USAGE
     if update:
         current = snapshot.baseline
         if stored is not None:

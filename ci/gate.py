@@ -11,10 +11,13 @@ What counts (per criterion of a cell, states ``pass`` / ``fail`` / ``unscored``)
 * **changed**: ``fail`` <-> ``unscored`` (still not passing; reported, not gating);
 * **appeared** / **vanished**: a criterion or a whole cell present on one side only;
 * **unmeasured**: a baseline cell whose run has no usable verdicts now (no score,
-  not admitted, not eligible).
+  not admitted, not eligible, half-written archive);
+* **tampered**: a cell (in the baseline or not) whose files do not match its manifest,
+  named with the first mismatching file; its verdicts are never read.
 
-The gate fails (exit 1) on regressions, vanished cells or criteria, and unmeasured
-baseline cells: a check that no longer runs cannot catch a regression. Cells of a
+The gate fails (exit 1) on tampered cells, regressions, vanished cells or criteria, and
+unmeasured baseline cells: a check that no longer runs cannot catch a regression, and a
+forged archive proves nothing. Cells of a
 harness that does not appear in the output at all are not compared (a maintainer
 runs only their harness); they are listed as not run.
 
@@ -45,17 +48,18 @@ __all__ = [
 ]
 
 EXIT_OK = 0
-#: Regressions, vanished or unmeasured baseline cells.
+#: Tampered cells, regressions, vanished or unmeasured baseline cells.
 EXIT_REGRESSION = 1
 #: Unusable inputs: no baseline, empty output, protocol mismatch.
 EXIT_USAGE = 2
 #: A harness version differs from the baseline's and ``--allow-version-change`` was not given.
 EXIT_VERSION_CHANGE = 3
 
-ChangeKind = Literal["regressed", "improved", "changed", "appeared", "vanished", "unmeasured"]
+ChangeKind = Literal["tampered", "regressed", "improved", "changed", "appeared", "vanished", "unmeasured"]
 #: Kinds that fail the gate.
-FATAL: frozenset[str] = frozenset({"regressed", "vanished", "unmeasured"})
-_ORDER: tuple[ChangeKind, ...] = ("regressed", "vanished", "unmeasured", "improved", "changed", "appeared")
+FATAL: frozenset[str] = frozenset({"tampered", "regressed", "vanished", "unmeasured"})
+_ORDER: tuple[ChangeKind, ...] = ("tampered", "regressed", "vanished", "unmeasured", "improved", "changed",
+                                  "appeared")
 
 
 @dataclass(frozen=True)
@@ -167,16 +171,19 @@ def _summary(state: dict[str, State]) -> str:
 def compare(baseline: Baseline, snapshot: OutputSnapshot, *, allow_version_change: bool = False) -> GateResult:
     """Compare the measured cells of ``snapshot`` with ``baseline`` (see the module docstring)."""
     notes = list(snapshot.problems)
+    # A refusal compares nothing, but still names every tampered cell.
+    refused_notes = tuple(notes + [f"{k}: TAMPERED, refusing to trust this cell: {why}"
+                                   for k, why in sorted(snapshot.tampered.items())])
     current = snapshot.baseline
     if snapshot.protocols and tuple(snapshot.protocols) != (baseline.protocol,):
-        return GateResult(refused=True, exit_refused=EXIT_USAGE, notes=tuple(notes), refusal=(
+        return GateResult(refused=True, exit_refused=EXIT_USAGE, notes=refused_notes, refusal=(
             f"the output ran under protocol {', '.join(snapshot.protocols)} but the baseline records "
             f"{baseline.protocol}: use a {', '.join(snapshot.protocols)} baseline"))
     versions = _version_changes(baseline, snapshot)
     if versions and not allow_version_change:
         lines = "; ".join(f"harness {v.harness}: baseline version {v.old or 'unknown'}, "
                           f"output version {v.new or 'unknown'}" for v in versions)
-        return GateResult(version_changes=tuple(versions), refused=True, notes=tuple(notes), refusal=(
+        return GateResult(version_changes=tuple(versions), refused=True, notes=refused_notes, refusal=(
             f"refusing to compare across harness versions ({lines}). Re-record the baseline with "
             f"--update, or compare anyway with --allow-version-change"))
     label = {v.harness: v.label for v in versions}
@@ -189,6 +196,8 @@ def compare(baseline: Baseline, snapshot: OutputSnapshot, *, allow_version_chang
             continue
         compared += 1
         version = label.get(harness)
+        if key in snapshot.tampered:
+            continue  # reported below, with every other tampered cell
         if key in current.cells:
             changes += _compare_cell(key, baseline.cells[key], current.cells[key],
                                      snapshot.reasons.get(key, {}), version)
@@ -197,6 +206,8 @@ def compare(baseline: Baseline, snapshot: OutputSnapshot, *, allow_version_chang
         else:
             changes.append(Change("vanished", key, reason=f"no run folder (baseline: {_summary(baseline.cells[key])})",
                                   version=version))
+    changes += [Change("tampered", key, reason=f"refusing to trust this cell: {why}")
+                for key, why in sorted(snapshot.tampered.items())]
     for key in sorted(current.cells.keys() - baseline.cells.keys()):
         changes.append(Change("appeared", key, reason=_summary(current.cells[key]),
                               version=label.get(current.harness_of(key))))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from criteria.rundata import LEDGER_DIR, TASK_SNAPSHOT_DIR, RunData, read_json_file
-from tracetrial.archive import Manifest, safe_component, verify_manifest
+from tracetrial.archive import SCORABLE, Manifest, check_seal, safe_component
 from tracetrial.errors import ArchiveError
 from tracetrial.results import AdmissionDecision, CellIdentity
 from tracetrial.task import TaskPack
@@ -132,10 +132,13 @@ def _lifecycle_problems(run: RunData) -> list[str]:
 
 
 def _manifest_problems(run: RunData) -> list[str]:
-    check = verify_manifest(run.root)
-    out = list(check.problems[:10])
-    if len(check.problems) > 10:
-        out.append(f"... and {len(check.problems) - 10} more")
+    check = check_seal(run.root)
+    # A legacy (tt-manifest/1) seal verifies the run's files; only its old score was never
+    # sealed, and scoring is replacing that score now.
+    problems = [] if check.state in SCORABLE else [str(p) for p in check.problems]
+    out = problems[:10]
+    if len(problems) > 10:
+        out.append(f"... and {len(problems) - 10} more")
     raw, _ = read_json_file(run.root, "manifest.json")
     if raw is not None:
         try:

@@ -1,12 +1,18 @@
 """``score_run``: admission → criteria → scores → ``combined_score.json`` for one run.
 
 Reads only the run archive and the task (normally the run's own snapshot under
-``private/task/<task_id>/``). Writes, all outside the sealed set:
+``private/task/<task_id>/``). Writes, then re-seals the manifest over them (only into a
+cell whose seal verifies; see :func:`tracetrial.archive.reseal_scoring`):
 
     evidence/packets/_verifier.json      score.py output
     evidence/packets/<criterion>.json    bounded packet of each semantic criterion
     evidence/judge/<criterion>.json      prompt, response, parsed state, rationale
     artifacts/llm_judge/combined_score.json
+
+A pack that cannot be measured makes its run ``apparatus_invalid`` (a failed admission
+decision with the reason), never a measured run with ``unscored`` criteria: a rule of an
+unknown kind or with parameters its kind rejects (``pack_rules``), and a ``score.py`` that
+raises, exceeds its bound or dies (``verifier``; see :mod:`criteria.verifier`).
 
 Every file is canonical JSON (sorted keys, no timestamps), so scoring the same
 archive with the same judge responses gives byte-identical files.
@@ -18,17 +24,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from criteria.admission import LedgerVerifier, admit
+from criteria.admission import AdmissionResult, LedgerVerifier, admit
 from criteria.judge import Judge
 from criteria.resolve import Evaluation, criteria_in_order, evaluate, unscored_all
-from criteria.rundata import load_run, read_json_file
+from criteria.rundata import RunData, load_run, read_json_file
 from criteria.scoring import combine, write_combined
-from criteria.verifier import VERIFIER_OUTPUT
-from tracetrial.archive import RunPaths
+from criteria.validate import unusable_rules
+from criteria.verifier import VERIFIER_OUTPUT, run_verifier
+from tracetrial.archive import SCORABLE, SCORING_OUTPUTS, RunPaths, check_seal, reseal_scoring
 from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
-from tracetrial.results import CombinedScore
+from tracetrial.results import AdmissionDecision, CombinedScore
 from tracetrial.task import TaskPack
+from tracetrial.verify import VerifierOutcome
 
 
 def _write_json(path: Path, data: Any, redactor: Redactor) -> None:
@@ -36,10 +44,12 @@ def _write_json(path: Path, data: Any, redactor: Redactor) -> None:
 
 
 def _sealed(root: Path) -> set[str]:
+    """Files the run itself sealed (scoring's own outputs are sealed too, but replaceable)."""
     raw, _ = read_json_file(root, "manifest.json")
     if not isinstance(raw, dict):
         return set()
-    return {str(e.get("path")) for e in raw.get("files", []) if isinstance(e, dict)}
+    paths = {str(e.get("path")) for e in raw.get("files", []) if isinstance(e, dict)}
+    return {p for p in paths if not p.startswith(SCORING_OUTPUTS)}
 
 
 def write_evaluation(root: Path, task: TaskPack, ev: Evaluation, score: CombinedScore) -> Path:
@@ -68,6 +78,24 @@ def write_evaluation(root: Path, task: TaskPack, ev: Evaluation, score: Combined
     return write_combined(RunPaths(root).combined_score, score)
 
 
+def _pack_problems(task: TaskPack, run: RunData, admission: AdmissionResult) -> VerifierOutcome | None:
+    """What of the pack itself keeps an admitted run from being measured: rules a run cannot
+    evaluate, and a verifier that raised, exceeded its bound or died. Each adds a failed
+    admission decision (the cell becomes ``apparatus_invalid`` with the reason) instead of
+    leaving criteria ``unscored`` in a run counted as measured. Returns the verifier's
+    outcome (``None`` when the rules already failed: it is not run then)."""
+    broken = unusable_rules(task)
+    if broken:
+        admission.decisions.append(AdmissionDecision(check="pack_rules", ok=False, reason="; ".join(broken)))
+        return None
+    verifier = run_verifier(task, run)
+    if verifier.error is not None:
+        admission.decisions.append(AdmissionDecision(
+            check="verifier", ok=False,
+            reason=f"verifier/score.py failed (a task/apparatus bug, not a harness defect): {verifier.error}"))
+    return verifier
+
+
 def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
               ledger_verifier: LedgerVerifier | None = None, write: bool = True) -> CombinedScore:
     """Score one archived run: the authoritative :class:`CombinedScore`.
@@ -77,7 +105,8 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
         run_dir: the run directory ``<output>/traces/<task>/<model>/<harness>/``.
         judge: the semantic judge; ``None`` leaves every judged criterion unscored.
         ledger_verifier: override of ``apparatus.simulators.ledger.verify_ledger``.
-        write: archive the evidence and ``combined_score.json`` (default).
+        write: archive the evidence and ``combined_score.json`` and re-seal (default);
+            nothing is written into a cell whose seal does not verify.
 
     Returns:
         The combined score (also written to ``artifacts/llm_judge/combined_score.json``).
@@ -85,12 +114,13 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
     root = Path(run_dir)
     run = load_run(root)
     admission = admit(task, run, ledger_verifier=ledger_verifier)
+    verifier = _pack_problems(task, run, admission) if admission.admitted else None
     if admission.admitted:
-        ev = evaluate(task, run, judge)
+        ev = evaluate(task, run, judge, verifier=verifier)
     else:
         failed = "; ".join(f"{d.check}: {d.reason}" for d in admission.decisions if not d.ok)
         failed = failed if len(failed) <= 300 else failed[:297] + "..."
-        ev = Evaluation(verdicts=unscored_all(task, f"not scored: run not admitted ({failed})"))
+        ev = Evaluation(verdicts=unscored_all(task, f"not scored: run not admitted ({failed})"), verifier=verifier)
     verdicts = [ev.verdicts[c.id] for c in criteria_in_order(task)]
     score = combine(admission.identity, verdicts, admitted=admission.admitted, admission=admission.decisions,
                     hard_gates=admission.hard_gates, bypass=ev.bypass, activations=ev.activations,
@@ -98,5 +128,11 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
                     # archive-replay judge of ``rescore`` then reports the same name
                     judge=judge.name if judge is not None and ev.judge_records else None)
     if write:
-        write_evaluation(root, task, ev, score)
+        # Scoring writes only into a cell whose files verify, then re-seals it (score
+        # included); into a tampered or half-written cell it writes nothing, so neither the
+        # evidence nor a forged score is overwritten, and nothing tampered is ever sealed.
+        seal = check_seal(root)
+        if seal.state in SCORABLE:
+            write_evaluation(root, task, ev, score)
+            reseal_scoring(root, seal)
     return score

@@ -148,9 +148,11 @@ def _rubric(c: CriterionSpec, layer: Layer, ctx: RuleContext, ev: Evaluation, ju
     ev.judge_records[c.id] = record
 
 
-def evaluate(task: TaskPack, run: RunData, judge: Judge | None) -> Evaluation:
-    """Evaluate every criterion of ``task`` on an admitted run, in SPEC §4 order."""
-    verifier = run_verifier(task, run)
+def evaluate(task: TaskPack, run: RunData, judge: Judge | None, *,
+             verifier: VerifierOutcome | None = None) -> Evaluation:
+    """Evaluate every criterion of ``task`` on an admitted run, in SPEC §4 order (``verifier``:
+    the outcome of ``score.py`` when the caller already ran it; else it is run here)."""
+    verifier = verifier if verifier is not None else run_verifier(task, run)
     ev = Evaluation(verifier=verifier)
     ctx = RuleContext(task=task, run=run, verifier_fn=lambda: verifier)
     ordered = criteria_in_order(task)

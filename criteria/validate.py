@@ -10,6 +10,8 @@ without one cannot be scored).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from criteria.errors import RuleParamError
 from criteria.registry import parse_params
 from tracetrial.rubric import RuleSpec
@@ -30,8 +32,8 @@ def _path_problems(params: object) -> list[tuple[str, str]]:
         for item in values:
             why = unsafe_path_reason(item) if isinstance(item, str) else None
             if why is not None:
-                out.append((name, f"path {item!r} {why}; use a path relative to the run's workspace "
-                                  "(or run folder) without '..'"))
+                out.append((name, (f"path {item!r} {why}; use a path relative to the run's workspace "
+                                   "(or run folder) without '..'")))
     return out
 
 
@@ -45,19 +47,48 @@ def _check(spec: RuleSpec, task: TaskPack, file: str, owner: str, where: str) ->
             for param, msg in found]
 
 
+def _rules(task: TaskPack) -> Iterator[tuple[RuleSpec, str, str, str]]:
+    """Every rule of the pack: ``(spec, rubric file, owner, where)``, in rubric order."""
+    for layer, rubric in (("harness", task.harness_rubric), ("agent", task.agent_rubric)):
+        file = f"verifier/{layer}_score.yaml"
+        for c in rubric.criteria:
+            if c.rule is not None:
+                yield c.rule, file, c.id, "rule"
+            if c.bypass is not None:
+                yield c.bypass, file, c.id, "bypass rule"
+    for i, link in enumerate(task.harness_rubric.links):
+        if link.activation is not None:
+            yield link.activation, "verifier/harness_score.yaml", f"links[{i}]", "activation rule"
+
+
+def unusable_rules(task: TaskPack) -> list[str]:
+    """The rules a run cannot evaluate at all: an unknown kind, or parameters its kind
+    rejects (one message each, as ``tracetrial validate`` words them).
+
+    Scoring makes such a run ``apparatus_invalid`` (:func:`criteria.engine.score_run`):
+    the pack is broken, so the run measures nothing; it must not pass as ``clean`` with
+    the criterion merely ``unscored``.
+    """
+    problems = []
+    for spec, file, owner, where in _rules(task):
+        try:
+            parse_params(spec, owner, where=where)
+        except RuleParamError as exc:
+            problems.append(f"{file}: {exc}")
+    return problems
+
+
 def validate_rubric_rules(task: TaskPack) -> list[str]:
     """Every problem of the pack's rules, one message each (empty list: all good).
 
     Each message names the rubric file, the criterion id, the rule kind and the parameter.
     """
     problems: list[str] = []
+    for spec, file, owner, where in _rules(task):
+        problems += _check(spec, task, file, owner, where)
     for layer, rubric in (("harness", task.harness_rubric), ("agent", task.agent_rubric)):
         file = f"verifier/{layer}_score.yaml"
         for c in rubric.criteria:
-            if c.rule is not None:
-                problems += _check(c.rule, task, file, c.id, "rule")
-            if c.bypass is not None:
-                problems += _check(c.bypass, task, file, c.id, "bypass rule")
             if c.type == "rubric":
                 sel = c.evidence
                 if (sel.event_types or sel.fields) and "trace" not in sel.sources:
@@ -71,8 +102,4 @@ def validate_rubric_rules(task: TaskPack) -> list[str]:
         if not any(c.type == "rule" for c in rubric.criteria):
             problems.append(f"{file}: no deterministic ('rule') criterion; TASK_GUIDE rule 4 asks "
                             "for at least one per layer")
-    for i, link in enumerate(task.harness_rubric.links):
-        if link.activation is not None:
-            problems += _check(link.activation, task, "verifier/harness_score.yaml", f"links[{i}]",
-                               "activation rule")
     return problems

@@ -1,23 +1,43 @@
 """The task's executable verifier (``verifier/score.py``) and the ``verifier`` rule.
 
 ``score.py`` defines ``score(ctx) -> dict[str, bool | tuple[bool, str]]`` over a
-:class:`VerifierContext`. It runs once per scoring, in-process, from the task
-snapshot. Its output is archived as ``evidence/packets/_verifier.json`` (outside
-the sealed set: scoring writes it after the manifest; the leading underscore
-keeps it apart from criterion packets, whose ids start with a letter).
+:class:`VerifierContext`. It runs once per scoring, from the task snapshot, in a
+process of its own with a bounded time (:func:`verifier_timeout`): a verifier that
+loops forever, blocks or kills its process cannot take the pytest session or
+``rescore`` with it. Its output is archived as ``evidence/packets/_verifier.json``
+(the leading underscore keeps it apart from criterion packets, whose ids start with
+a letter).
 
 * an id the verifier did not return → that criterion fails, with the reason;
 * a malformed value for an id → that criterion is unscored (a task bug);
-* ``score.py`` raising → every ``verifier`` criterion is unscored with the
-  exception's last traceback line: an apparatus/task bug, not a harness defect.
+* ``score.py`` raising, exceeding its bound, or its process dying → the outcome's
+  ``error`` says so (the exception type and message, or ``verifier exceeded N s``); the
+  engine makes the cell ``apparatus_invalid`` with that reason
+  (:func:`criteria.engine.score_run`) and every ``verifier`` criterion is unscored:
+  a task/apparatus bug, never a harness verdict.
+
+The bound is the task's ``verifier_timeout_s`` (``task.yaml``), else the
+``TT_VERIFIER_TIMEOUT_S`` environment variable, else :data:`DEFAULT_TIMEOUT_S`.
+
+Why a process, not a thread: a thread running a runaway ``score.py`` cannot be
+stopped. The process comes from a ``forkserver`` that has imported the verifier API
+once, so each call costs a fork rather than an interpreter start; the context (truth
+included) reaches it through a pipe, never through a file. The process leads its own
+process group, so whatever ``score.py`` started is killed with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import multiprocessing
+import os
+import signal
 import sys
 import traceback
 import types
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from criteria.registry import Params, RuleContext, RuleOutcome, rule
@@ -26,6 +46,32 @@ from tracetrial.task import TaskPack
 from tracetrial.verify import VerifierContext, VerifierOutcome
 
 VERIFIER_OUTPUT = "evidence/packets/_verifier.json"
+#: Seconds ``score.py`` may take when neither the task nor the environment says otherwise.
+DEFAULT_TIMEOUT_S = 60.0
+#: Environment variable with the bound (seconds) for every task that sets none.
+TIMEOUT_ENV = "TT_VERIFIER_TIMEOUT_S"
+#: Modules the forkserver imports once, so that a verifier process starts without imports.
+_PRELOAD = ["criteria.verifier", "tracetrial.verify", "tracetrial.policy"]
+
+
+def verifier_timeout(task: TaskPack, env: dict[str, str] | None = None) -> float:
+    """The bound of ``task``'s verifier in seconds (see the module docstring).
+
+    Raises:
+        ValueError: ``TT_VERIFIER_TIMEOUT_S`` is set but not a positive number.
+    """
+    if task.spec.verifier_timeout_s is not None:
+        return float(task.spec.verifier_timeout_s)
+    raw = (os.environ if env is None else env).get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds")
+    return value
 
 
 def make_context(task: TaskPack, run: RunData) -> VerifierContext:
@@ -51,12 +97,10 @@ def _normalize(output: Any) -> tuple[dict[str, tuple[bool, str]], dict[str, str]
     return results, problems
 
 
-def run_verifier(task: TaskPack, run: RunData) -> VerifierOutcome:
-    """Import the snapshot's ``score.py`` and call ``score(ctx)``; never raises."""
-    path = task.score_py
-    if not path.is_file():
-        return VerifierOutcome(ran=False, error=f"{path.name} is missing from the task pack")
-    # A fresh, unique module per call: re-scoring must re-execute, not reuse a cached module.
+def score_in_this_process(path: Path, ctx: VerifierContext) -> VerifierOutcome:
+    """Execute ``score.py`` at ``path`` and call ``score(ctx)`` here; never raises (but
+    for ``KeyboardInterrupt``). Runs inside the verifier process (:func:`run_verifier`)."""
+    # A fresh, unique module: re-scoring must re-execute, not reuse a cached module.
     name = "_tt_verifier_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
     folder = str(path.parent)
     sys.path.insert(0, folder)
@@ -68,12 +112,12 @@ def run_verifier(task: TaskPack, run: RunData) -> VerifierOutcome:
         module.__file__ = str(path)
         sys.modules[name] = module
         exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)  # noqa: S102
-        output = module.score(make_context(task, run))
+        output = module.score(ctx)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return VerifierOutcome(ran=True, error=last)
+        return VerifierOutcome(ran=True, error=f"score.py raised {last}")
     finally:
         sys.dont_write_bytecode = bytecode
         sys.modules.pop(name, None)
@@ -83,6 +127,97 @@ def run_verifier(task: TaskPack, run: RunData) -> VerifierOutcome:
         return VerifierOutcome(ran=True, error=f"score() returned {type(output).__name__}, expected a dict")
     results, problems = _normalize(output)
     return VerifierOutcome(ran=True, results=results, problems=problems)
+
+
+def _child(conn: Connection, path: str, ctx: VerifierContext) -> None:
+    """The verifier process: its own process group, ``score.py`` run, the outcome sent back."""
+    os.setsid()  # so the parent can kill whatever score.py starts along with it
+    try:
+        outcome = score_in_this_process(Path(path), ctx)
+        payload: dict[str, Any] = {"ran": outcome.ran, "error": outcome.error,
+                                   "results": {k: list(v) for k, v in outcome.results.items()},
+                                   "problems": outcome.problems}
+    except BaseException as exc:  # noqa: BLE001 - whatever happened, the parent gets a reason
+        payload = {"ran": True, "error": f"verifier process failed: {type(exc).__name__}: {exc}"}
+    try:
+        conn.send(payload)
+    finally:
+        conn.close()
+
+
+def _from_payload(data: Any) -> VerifierOutcome:
+    if not isinstance(data, dict):
+        return VerifierOutcome(ran=True, error=f"verifier process sent {type(data).__name__}, expected a dict")
+    results = {str(k): (bool(v[0]), str(v[1])) for k, v in (data.get("results") or {}).items()}
+    problems = {str(k): str(v) for k, v in (data.get("problems") or {}).items()}
+    error = data.get("error")
+    return VerifierOutcome(ran=bool(data.get("ran", True)), error=str(error) if error is not None else None,
+                           results=results, problems=problems)
+
+
+_CONTEXT: Any = None
+
+
+def _context() -> Any:
+    """The multiprocessing context (forkserver, preloaded once per process)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def _kill_group(pid: int | None) -> None:
+    """SIGKILL the verifier process's group (it leads one), and the process itself should it
+    not have got as far as ``setsid``."""
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def run_verifier(task: TaskPack, run: RunData, *, timeout_s: float | None = None) -> VerifierOutcome:
+    """Run the snapshot's ``score.py`` on ``run`` in a bounded process; never raises.
+
+    Args:
+        timeout_s: the bound; default :func:`verifier_timeout` of ``task``.
+
+    Returns:
+        The outcome; ``error`` is set when ``score.py`` raised, returned no dict, exceeded
+        the bound (``verifier exceeded N s``) or its process died without an answer.
+    """
+    path = task.score_py
+    if not path.is_file():
+        return VerifierOutcome(ran=False, error=f"{path.name} is missing from the task pack")
+    try:
+        bound = timeout_s if timeout_s is not None else verifier_timeout(task)
+    except ValueError as exc:
+        return VerifierOutcome(ran=False, error=str(exc))
+    mp = _context()
+    receiver, sender = mp.Pipe(duplex=False)
+    proc = mp.Process(target=_child, args=(sender, str(path), make_context(task, run)), daemon=True,
+                      name=f"tt-verifier-{task.id}")
+    try:
+        proc.start()
+        sender.close()
+        if not receiver.poll(bound):
+            _kill_group(proc.pid)
+            return VerifierOutcome(ran=True, error=f"verifier exceeded {bound:g} s (score.py was stopped)")
+        try:
+            return _from_payload(receiver.recv())
+        except (EOFError, OSError):
+            proc.join(5)
+            return VerifierOutcome(ran=True, error=f"verifier process ended without a result "
+                                                   f"(exit code {proc.exitcode})")
+    finally:
+        receiver.close()
+        proc.join(5)
+        if proc.is_alive():  # it answered but does not end: stop it and its group
+            _kill_group(proc.pid)
+            proc.join(5)
 
 
 class VerifierParams(Params):

@@ -45,6 +45,7 @@ td.ids, td.reason { white-space:normal; min-width:200px; max-width:420px; word-b
 td.ids { font-family:ui-monospace,"DejaVu Sans Mono",monospace; font-size:12px; }
 td.links a { color:var(--accent); margin-right:6px; }
 .status-apparatus_invalid, .status-not_scored { color:#a01818; font-weight:600; }
+.status-tampered { color:#fff; background:#a01818; font-weight:700; padding:0 4px; border-radius:3px; }
 .status-unsupported, .status-non_comparable { color:#8a5a00; font-weight:600; }
 details { margin:6px 0; border:1px solid var(--line); border-radius:6px; padding:6px 10px; }
 details[open] { padding-bottom:10px; }

@@ -41,11 +41,12 @@ def mean_pct(values: Sequence[float]) -> float | None:
 
 
 def cell_counts(records: Iterable[RunRecord]) -> CellCounts:
-    """Cells by status (measured, apparatus-invalid, unsupported, non-comparable, not scored)."""
+    """Cells by status (measured, apparatus-invalid, unsupported, non-comparable, not scored, tampered)."""
     counter = Counter(r.status for r in records)
     return CellCounts(total=sum(counter.values()), measured=counter["measured"],
                       apparatus_invalid=counter["apparatus_invalid"], unsupported=counter["unsupported"],
-                      non_comparable=counter["non_comparable"], not_scored=counter["not_scored"])
+                      non_comparable=counter["non_comparable"], not_scored=counter["not_scored"],
+                      tampered=counter["tampered"])
 
 
 def states(runs: Sequence[RunRecord]) -> States:

@@ -6,6 +6,12 @@ each cell's ``artifacts/llm_judge/combined_score.json`` (authoritative scores),
 Every cell folder yields exactly one :class:`RunRecord`: a cell without a
 readable combined score is kept as ``not_scored`` with the reason taken from
 ``result.json``, never dropped.
+
+Each cell's seal is verified first (:func:`tracetrial.archive.check_seal`): a cell whose
+files do not match its manifest (a changed or unlisted file, the score included) is
+``tampered``, named with the first mismatching file, and none of its numbers are read; a
+half-written one (files the manifest lists are missing) and a legacy one (sealed before
+the manifest covered the score) are ``not_scored`` with that reason.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from reports.schema import CellStatus
+from tracetrial.archive import check_seal
 from tracetrial.results import CombinedScore, ResultRecord, Summary
 from tracetrial.taxonomy import COMPONENTS
 from tracetrial.trace import TokenUsage
@@ -178,6 +185,13 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
     """Build the :class:`RunRecord` of one cell folder (``snapshots`` caches task.yaml per task)."""
     rel = run_dir.relative_to(output).as_posix()
     task_dir, model_dir, harness_dir = run_dir.parts[-3:]
+    seal = check_seal(run_dir)
+    if seal.state == "tampered":
+        # Nothing inside the cell is trusted (a forged score is as consistent as a real one):
+        # the folder names identify it, and none of its numbers are read or pooled.
+        return RunRecord(task_id=task_dir, model=model_dir, harness=harness_dir,
+                         component=_component(task_dir, None), task_property=None, protocol=None, rel_path=rel,
+                         status="tampered", reason=f"tampered: {seal.describe()}")
 
     result: ResultRecord | None = None
     result_error: str | None = None
@@ -222,6 +236,13 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
         pass
     except (OSError, ValidationError, ValueError) as exc:
         problems.append(f"summary.json unreadable (usage unavailable): {_first_line(exc)}")
+
+    if seal.state == "incomplete":
+        return RunRecord(**base, status="not_scored", reason=f"half-written archive: {seal.describe()}",
+                         usage=usage, problems=tuple(problems))
+    if seal.state == "legacy" and cs is not None:
+        return RunRecord(**base, status="not_scored", reason=f"score not sealed: {seal.describe()}",
+                         usage=usage, problems=tuple(problems))
 
     if result is not None and result.eligibility != "eligible":
         status: CellStatus = result.eligibility

@@ -14,9 +14,10 @@ from pydantic import ConfigDict, Field
 from tracetrial.model import StrictModel
 
 #: How a cell entered (or did not enter) the measured population.
-CellStatus = Literal["measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored"]
+#: ``tampered``: the cell's files do not match its manifest (its numbers are never pooled).
+CellStatus = Literal["measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored", "tampered"]
 CELL_STATUSES: tuple[CellStatus, ...] = (
-    "measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored",
+    "measured", "apparatus_invalid", "unsupported", "non_comparable", "not_scored", "tampered",
 )
 
 
@@ -37,6 +38,7 @@ class CellCounts(StrictModel):
     unsupported: int = 0
     non_comparable: int = 0
     not_scored: int = 0
+    tampered: int = 0
 
 
 class States(StrictModel):

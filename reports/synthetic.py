@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from criteria.scoring import run_label
-from tracetrial.archive import RunPaths
+from tracetrial.archive import RunPaths, build_manifest, write_manifest
 from tracetrial.results import (
     AdmissionDecision,
     Attribution,
@@ -100,7 +100,8 @@ def write_cell(output: Path, cs: CombinedScore | None, *, task_id: str | None = 
                exception: ExceptionInfo | None = None, prop: str | None = None,
                protocol: str = "probe") -> RunPaths:
     """Write one run folder: result.json, summary.json, events.json, a task snapshot,
-    a workspace diff, evidence packets and (unless ``cs`` is None) combined_score.json."""
+    a workspace diff, evidence packets, (unless ``cs`` is None) combined_score.json, and
+    the manifest sealing them all."""
     ident = cs.identity if cs is not None else CellIdentity(
         run_id=f"{task_id}.{model}.{harness}", task_id=task_id or "", task_revision=1,
         harness=harness or "", model=model or "", protocol=protocol)
@@ -130,7 +131,14 @@ def write_cell(output: Path, cs: CombinedScore | None, *, task_id: str | None = 
                 packet.write_text(json.dumps({"criterion": v.id, "scanned": 3, "matched": 1, "returned": 1,
                                               "truncated": False, "records": [{"seq": 1}]}), encoding="utf-8")
         paths.combined_score.write_text(cs.model_dump_json(by_alias=True), encoding="utf-8")
+    seal(paths.root, ident.run_id)
     return paths
+
+
+def seal(root: Path, run_id: str = "synthetic") -> None:
+    """(Re-)write a synthetic cell's ``manifest.json`` over every file, score included, as
+    scoring leaves a real cell (after a test changes a cell on purpose, call it again)."""
+    write_manifest(root, build_manifest(root, run_id))
 
 
 def random_corpus(output: Path, *, harnesses: Sequence[str], models: Sequence[str], tasks: Sequence[str],

@@ -89,7 +89,8 @@ def headline(s: CorpusSummary) -> Table:
         ["Protocol", s.protocol_label],
         ["Judge", ", ".join(s.judges) or "none (semantic criteria unscored)"],
         ["Cells", (f"{c.total} total: {c.measured} measured, {c.apparatus_invalid} apparatus-invalid, "
-                   f"{c.unsupported} unsupported, {c.non_comparable} non-comparable, {c.not_scored} not scored")],
+                   f"{c.unsupported} unsupported, {c.non_comparable} non-comparable, {c.not_scored} not scored"
+                   + (f", {c.tampered} TAMPERED" if c.tampered else ""))],
         ["Agent items passed", f"{o.agent_items_passed:,} / {o.agent_items_total:,} ({f1(o.agent_micro)} %)"],
         ["Harness items passed", f"{o.harness_items_passed:,} / {o.harness_items_total:,} ({f1(o.harness_micro)} %)"],
         ["Agent task success", sh_long(o.agent_success)],
@@ -236,7 +237,8 @@ def excluded(s: CorpusSummary) -> Table:
     rows = [[c.task_id, c.model, c.harness, c.status, c.reason or ""] for c in s.cells if c.status != "measured"]
     return Table("excluded", f"Cells not in the measured population ({len(rows)})",
                  ["Task", "Model", "Harness", "Status", "Reason"], rows,
-                 "Apparatus-invalid, unsupported, non-comparable and not-scored cells: counted, never dropped.",
+                 "Apparatus-invalid, unsupported, non-comparable, not-scored and tampered cells (files that do not "
+                 "match the cell's manifest; the first one is named): counted, never dropped, never pooled.",
                  wrap={4})
 
 

@@ -15,7 +15,11 @@ One folder per task–model–harness cell::
         private/                    frozen baseline and ledgers (never agent-visible)
 
 The writer redacts every text it writes; :meth:`RunArchive.seal` redacts any
-file a harness or tool left behind, then writes the manifest.
+file a harness or tool left behind, then writes the manifest. Scoring then writes the
+score and its evidence (:data:`SCORING_OUTPUTS`) and re-seals (:func:`reseal_scoring`),
+so the manifest covers every file but itself, the score included. :func:`check_seal`
+tells a sealed cell from a half-written, tampered or legacy one; reports, resume, the
+gate and ``rescore`` trust only a sealed cell.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -143,82 +147,226 @@ def sha256_file(path: Path) -> str:
 
 
 class ManifestEntry(BaseModel):
+    """One sealed file: its path relative to the run directory, size and SHA-256."""
+
     model_config = ConfigDict(extra="forbid")
     path: str
     size: int
     sha256: str
 
 
+#: The seal of this version: every file of the run directory but ``manifest.json`` itself,
+#: the score and the scoring evidence included.
+MANIFEST_SCHEMA = "tt-manifest/2"
+#: Older seals, written before the manifest covered the scoring outputs.
+LEGACY_MANIFEST_SCHEMA = "tt-manifest/1"
+
+
 class Manifest(BaseModel):
     """``manifest.json``: every file of the run directory but itself."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    schema_: str = Field(default="tt-manifest/1", alias="schema")
+    schema_: str = Field(default=MANIFEST_SCHEMA, alias="schema")
     run_id: str
     files: list[ManifestEntry]
     skipped_symlinks: list[str] = Field(default_factory=list)
 
 
-#: Written by scoring, after the run is sealed: never part of the sealed set.
+#: Written by scoring after the run is sealed. They are sealed too: scoring re-seals the cell
+#: (:func:`reseal_scoring`), and these are the only files it may change.
 SCORING_OUTPUTS = ("artifacts/", "evidence/packets/", "evidence/judge/")
+#: Where the authoritative score lives, relative to the run directory.
+COMBINED_SCORE = "artifacts/llm_judge/combined_score.json"
 
 
-def build_manifest(root: Path, run_id: str, *, exclude: tuple[str, ...] = SCORING_OUTPUTS) -> Manifest:
-    """Hash every regular file under ``root`` but the ``exclude`` prefixes (symlinks are
-    listed, never followed). Re-sealing a scored run (``rescore --renormalize``) thus gives
-    the manifest the live run sealed before it was scored."""
-    entries: list[ManifestEntry] = []
+def _walk(root: Path) -> tuple[list[str], list[str]]:
+    """(regular files, symlinks) under ``root`` relative to it, sorted walk order, without
+    ``manifest.json``; symlinks are listed, never followed."""
+    files: list[str] = []
     links: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
             p = Path(dirpath) / name
             rel = p.relative_to(root).as_posix()
-            if rel == MANIFEST or rel.startswith(exclude):
+            if rel == MANIFEST:
                 continue
             if p.is_symlink():
                 links.append(rel)
-                continue
-            if p.is_file():
-                entries.append(ManifestEntry(path=rel, size=p.stat().st_size, sha256=sha256_file(p)))
+            elif p.is_file():
+                files.append(rel)
         for d in list(dirnames):
             if (Path(dirpath) / d).is_symlink():
                 links.append((Path(dirpath) / d).relative_to(root).as_posix())
-    return Manifest(run_id=run_id, files=entries, skipped_symlinks=links)
+    return files, links
+
+
+def build_manifest(root: Path, run_id: str, *, exclude: tuple[str, ...] = ()) -> Manifest:
+    """Hash every regular file under ``root`` but ``manifest.json`` and the ``exclude``
+    prefixes (symlinks are listed, never followed)."""
+    files, links = _walk(root)
+    entries = [ManifestEntry(path=rel, size=(root / rel).stat().st_size, sha256=sha256_file(root / rel))
+               for rel in files if not rel.startswith(exclude)]
+    return Manifest(run_id=run_id, files=entries, skipped_symlinks=[rel for rel in links if not rel.startswith(exclude)])
+
+
+#: What :func:`check_seal` found:
+#:
+#: * ``sealed`` -- every file is listed in ``manifest.json`` with its size and SHA-256;
+#: * ``unsealed`` -- no ``manifest.json`` and no score: a cell that never finished (half-written);
+#: * ``incomplete`` -- files the manifest lists are missing, nothing else differs (half-written);
+#: * ``tampered`` -- a listed file changed, a file is not listed, the manifest is unreadable,
+#:   or a score sits in a cell that was never sealed;
+#: * ``legacy`` -- a ``tt-manifest/1`` seal whose files verify, but which never covered the
+#:   score: the score is not trusted until ``tracetrial rescore`` re-scores and re-seals the cell.
+SealState = Literal["sealed", "unsealed", "incomplete", "tampered", "legacy"]
+#: States in which scoring may write its outputs and re-seal: the run's files verify.
+SCORABLE: tuple[SealState, ...] = ("sealed", "legacy")
 
 
 @dataclass(frozen=True)
-class ManifestCheck:
-    ok: bool
-    problems: list[str]
+class SealProblem:
+    """One difference between a run directory and its manifest (``path`` relative to the run)."""
+
+    path: str
+    issue: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.issue}"
 
 
-def verify_manifest(root: Path, *, ignore: tuple[str, ...] = SCORING_OUTPUTS) -> ManifestCheck:
-    """Compare the run directory with its manifest: missing, changed and unlisted files.
+@dataclass(frozen=True)
+class SealCheck:
+    """The integrity of one cell's archive (see :data:`SealState`)."""
 
-    Scoring outputs written after sealing (``ignore`` prefixes) are not covered.
+    state: SealState
+    problems: tuple[SealProblem, ...] = ()
+    manifest: Manifest | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Every file is sealed and unchanged: the cell, score included, can be trusted."""
+        return self.state == "sealed"
+
+    @property
+    def first_file(self) -> str | None:
+        """The first file that does not match the manifest (``None`` when sealed)."""
+        return self.problems[0].path if self.problems else None
+
+    def describe(self, limit: int = 1) -> str:
+        """The first ``limit`` problems in one line (and how many more there are)."""
+        shown = "; ".join(str(p) for p in self.problems[:limit])
+        more = len(self.problems) - limit
+        return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+_CHANGED = "content changed since the manifest was written (sha256 mismatch)"
+_MISSING = "listed in the manifest but missing"
+_UNLISTED = "not covered by the manifest"
+
+
+def check_seal(root: Path) -> SealCheck:
+    """Compare a run directory with its ``manifest.json`` (see :data:`SealState`).
+
+    Listed files are checked in manifest order (changed or missing), then files the
+    manifest does not list; ``first_file`` is thus the first mismatching file. Pure
+    over the files: nothing is written.
     """
     path = root / MANIFEST
-    if not path.is_file():
-        return ManifestCheck(False, [f"{path}: manifest missing"])
+    if not path.is_file() or path.is_symlink():
+        if (root / COMBINED_SCORE).exists():
+            return SealCheck("tampered", (SealProblem(MANIFEST, f"manifest missing, but the cell has a score "
+                                                                f"({COMBINED_SCORE}); a score is only written into a sealed cell"),))
+        return SealCheck("unsealed", (SealProblem(MANIFEST, "manifest missing (the cell was never sealed)"),))
     try:
         manifest = Manifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        return ManifestCheck(False, [f"{path}: unreadable manifest: {str(exc).splitlines()[0]}"])
-    problems: list[str] = []
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return SealCheck("tampered", (SealProblem(MANIFEST, f"unreadable manifest: {first}"),))
+    legacy = manifest.schema_ == LEGACY_MANIFEST_SCHEMA
+    if not legacy and manifest.schema_ != MANIFEST_SCHEMA:
+        return SealCheck("tampered", (SealProblem(MANIFEST, f"unknown manifest schema {manifest.schema_!r}"),), manifest)
+    changed: list[SealProblem] = []
+    missing: list[SealProblem] = []
     listed = {e.path: e for e in manifest.files}
     for rel, entry in listed.items():
         p = root / rel
         if p.is_symlink() or not p.is_file():
-            problems.append(f"{rel}: listed in the manifest but missing")
-            continue
-        if p.stat().st_size != entry.size or sha256_file(p) != entry.sha256:
-            problems.append(f"{rel}: content changed since the manifest was written (sha256 mismatch)")
-    current = build_manifest(root, manifest.run_id, exclude=())
-    for entry in current.files:
-        if entry.path not in listed and not entry.path.startswith(ignore):
-            problems.append(f"{entry.path}: not covered by the manifest")
-    return ManifestCheck(not problems, problems)
+            missing.append(SealProblem(rel, _MISSING))
+        elif p.stat().st_size != entry.size or sha256_file(p) != entry.sha256:
+            changed.append(SealProblem(rel, _CHANGED))
+    files, links = _walk(root)
+    # A tt-manifest/1 seal never covered the scoring outputs: they are not "unlisted" there
+    # (and not trusted either: the state is ``legacy``).
+    unsealed_ok: tuple[str, ...] = SCORING_OUTPUTS if legacy else ()
+    unlisted = [SealProblem(rel, _UNLISTED) for rel in files
+                if rel not in listed and not rel.startswith(unsealed_ok)]
+    unlisted += [SealProblem(rel, "symlink " + _UNLISTED) for rel in links
+                 if rel not in manifest.skipped_symlinks and not rel.startswith(unsealed_ok)]
+    # Keep the manifest's order for listed files, so the first problem is the first mismatch.
+    order = {rel: i for i, rel in enumerate(listed)}
+    ordered = sorted((*changed, *missing), key=lambda p: order[p.path])
+    problems = tuple(ordered + unlisted)
+    if changed or unlisted:
+        return SealCheck("tampered", problems, manifest)
+    if missing:
+        return SealCheck("incomplete", problems, manifest)
+    if legacy:
+        return SealCheck("legacy", (SealProblem(MANIFEST, "a tt-manifest/1 seal, written before the manifest covered the "
+                                                          "score: the score is not sealed; `tracetrial rescore` re-scores "
+                                                          "and re-seals the cell"),), manifest)
+    return SealCheck("sealed", (), manifest)
+
+
+@dataclass(frozen=True)
+class ManifestCheck:
+    """:func:`verify_manifest`'s answer: ``ok`` only for a fully sealed, unchanged cell."""
+
+    ok: bool
+    problems: list[str]
+
+
+def verify_manifest(root: Path) -> ManifestCheck:
+    """Compare the run directory with its manifest: missing, changed and unlisted files.
+
+    Every file but ``manifest.json`` is covered, the score and scoring evidence included
+    (:func:`check_seal` says which kind of failure it is).
+    """
+    check = check_seal(root)
+    return ManifestCheck(check.ok, [str(p) for p in check.problems])
+
+
+def write_manifest(root: Path, manifest: Manifest) -> None:
+    """Write ``manifest.json`` atomically (a reader never sees half a seal)."""
+    atomic_write_text(root / MANIFEST, manifest.model_dump_json(indent=1, by_alias=True) + "\n")
+
+
+def reseal_scoring(root: Path, before: SealCheck) -> Manifest:
+    """Re-seal a cell after scoring wrote its outputs, so the score is sealed too.
+
+    ``before`` is :func:`check_seal` of the cell taken before scoring wrote anything. Only a
+    cell whose files verified may be re-sealed, and scoring may only have changed
+    :data:`SCORING_OUTPUTS`: re-sealing never launders a tampered file into a sealed one.
+
+    Raises:
+        ArchiveError: the cell did not verify before scoring, or a file outside the
+            scoring outputs changed meanwhile.
+    """
+    if before.state not in SCORABLE or before.manifest is None:
+        raise ArchiveError(f"{root}: refusing to re-seal a {before.state} cell ({before.describe()})")
+    current = build_manifest(root, before.manifest.run_id)
+
+    def run_files(m: Manifest) -> tuple[dict[str, tuple[int, str]], list[str]]:
+        return ({e.path: (e.size, e.sha256) for e in m.files if not e.path.startswith(SCORING_OUTPUTS)},
+                sorted(rel for rel in m.skipped_symlinks if not rel.startswith(SCORING_OUTPUTS)))
+
+    if run_files(current) != run_files(before.manifest):
+        old, new = run_files(before.manifest)[0], run_files(current)[0]
+        diff = sorted(rel for rel in old.keys() | new.keys() if old.get(rel) != new.get(rel))
+        raise ArchiveError(f"{root}: files outside the scoring outputs changed while scoring "
+                           f"({', '.join(diff[:3]) or 'symlinks'}); not re-sealed")
+    write_manifest(root, current)
+    return current
 
 
 class RunArchive:
@@ -271,5 +419,5 @@ class RunArchive:
         """Redact the whole tree, then write ``manifest.json``."""
         self.redact_tree()
         manifest = build_manifest(self.paths.root, run_id)
-        self.paths.manifest.write_text(manifest.model_dump_json(indent=1, by_alias=True) + "\n", encoding="utf-8")
+        write_manifest(self.paths.root, manifest)
         return manifest

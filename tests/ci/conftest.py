@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from reports.synthetic import make_combined, write_cell
+from reports.synthetic import make_combined, seal, write_cell
 from tracetrial.results import ExceptionInfo
 
 T, F, U = True, False, None
@@ -30,6 +30,7 @@ def write_unscored(output: Path, task: str, harness: str, *, version: str | None
     text = paths.result.read_text(encoding="utf-8").replace('"harness_version":null',
                                                             f'"harness_version":"{version}"')
     paths.result.write_text(text, encoding="utf-8")
+    seal(paths.root)  # written that way by the run, not changed after its seal
     return paths.root
 
 

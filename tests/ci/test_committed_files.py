@@ -43,3 +43,21 @@ def test_workflow_example_installs_runs_gates_and_publishes() -> None:
     assert "allure-commandline generate" in commands
     uploads = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert any("allure-report" in str(s["with"]["path"]) for s in uploads)
+
+
+#: What re-records the committed baseline (ci/README.md); the reference harness's version is
+#: a hash of its source, so any change under harnesses/reference/ needs it.
+UPDATE = ("re-record the baseline: `pytest tasks/ --tt-harness claude_code,codex,reference --tt-output OUT` "
+          "then `tracetrial gate --update --baseline ci/baselines/probe.json OUT`")
+
+
+def test_probe_baseline_records_the_current_reference_harness() -> None:
+    """The README's `tracetrial gate --baseline ci/baselines/probe.json outputs/` refuses (exit 3)
+    a run whose reference-harness version differs from the baseline's: the committed baseline
+    must be re-recorded whenever the harness's source changes (issue 17)."""
+    from harnesses.reference.adapter import ReferenceAdapter, source_digest
+
+    current = ReferenceAdapter().version()
+    assert current.endswith(f"+src.{source_digest()}")
+    recorded = load(BASELINE).harness_versions["reference"]
+    assert recorded == current, f"baseline has reference {recorded}, the source is {current}: {UPDATE}"

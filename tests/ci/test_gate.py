@@ -11,6 +11,7 @@ import pytest
 from ci.baseline import from_output, load, read_output, store
 from ci.gate import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_VERSION_CHANGE, Change, compare
 from tests.ci.conftest import F, T, U, baseline_corpus, write_run, write_unscored
+from tests.criteria.archive_factory import flip_one_byte, forge_clean_score
 from tracetrial_cli.main import main
 
 
@@ -156,3 +157,48 @@ def test_output_without_cells_is_a_usage_error(recorded: Path, tmp_path: Path,
     (tmp_path / "empty" / "traces").mkdir(parents=True)
     assert main(["gate", "--baseline", str(recorded), str(tmp_path / "empty")]) == EXIT_USAGE
     assert "no cells under" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- tamper evidence (issue 17)
+def test_a_consistently_forged_score_fails_the_gate_naming_the_cell(recorded: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = baseline_corpus(tmp_path / "out")
+    # E1-b-001/codex fails H1 in the baseline; a forger makes it look all-passing.
+    forge_clean_score(out / "traces" / "E1-b-001" / "probe" / "codex")
+    assert main(["gate", "--baseline", str(recorded), str(out)]) == EXIT_REGRESSION
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("TAMPERED (1)")
+    assert lines[at + 1] == "  E1-b-001/probe/codex  (whole cell)"
+    assert lines[at + 2] == ("      refusing to trust this cell: artifacts/llm_judge/combined_score.json: content "
+                             "changed since the manifest was written (sha256 mismatch)")
+    assert "IMPROVED" not in lines  # the forged verdicts are never read
+    assert lines[-1] == "gate: FAIL (1 tampered; exit 1)"
+
+
+def test_one_changed_byte_in_events_json_fails_the_gate(recorded: Path, tmp_path: Path) -> None:
+    out = baseline_corpus(tmp_path / "out")
+    flip_one_byte(out / "traces" / "E1-a-001" / "probe" / "reference" / "events.json")
+    result = compare(load(recorded), read_output(out))
+    assert [(c.kind, c.cell) for c in result.changes] == [("tampered", "E1-a-001/probe/reference")]
+    assert "events.json: content changed" in result.changes[0].reason
+    assert result.exit_code == EXIT_REGRESSION
+
+
+def test_a_tampered_cell_outside_the_baseline_fails_too(recorded: Path, tmp_path: Path) -> None:
+    out = baseline_corpus(tmp_path / "out")
+    extra = write_run(out, "V1-a-001", "codex", {"H1": F}, {"A1": F})
+    forge_clean_score(extra)
+    result = compare(load(recorded), read_output(out))
+    assert [(c.kind, c.cell) for c in result.changes] == [("tampered", "V1-a-001/probe/codex")]
+    assert result.exit_code == EXIT_REGRESSION
+
+
+def test_update_refuses_to_record_a_tampered_output(recorded: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = baseline_corpus(tmp_path / "out")
+    forge_clean_score(out / "traces" / "E1-b-001" / "probe" / "codex")
+    before = recorded.read_bytes()
+    assert main(["gate", "--update", "--baseline", str(recorded), str(out)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "error: E1-b-001/probe/codex: tampered: artifacts/llm_judge/combined_score.json" in err
+    assert recorded.read_bytes() == before

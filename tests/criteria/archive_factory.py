@@ -260,3 +260,33 @@ class RunBuilder:
         if seal:
             archive.seal(self.run_id)
         return paths.root
+
+
+# ----------------------------------------------------------------------------- tampering
+def forge_clean_score(run_dir: Path) -> dict[str, Any]:
+    """Rewrite a cell's ``combined_score.json`` as a consistent perfect score, the way a forger
+    would: every core verdict passed, ``p = n``, ``S_H = S_A = 50``, ``S = effective_score = 100``,
+    the flags and the attribution to match (the report's consistency checks all hold)."""
+    path = RunPaths(run_dir).combined_score
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for v in data["verdicts"]:
+        v.update(passed=True, raw_state=1, reason="forged", bypassed=False)
+    for layer, key in (("harness", "S_H"), ("agent", "S_A")):
+        n = sum(1 for v in data["verdicts"] if v["layer"] == layer and v["role"] == "core")
+        data[layer].update(p=n, n=n, unscored=0, score=50.0)
+        data[key] = 50.0
+    data.update(S=100.0, effective_score=100.0, admitted=True, combined_pass=True, agent_success=True, clean=True)
+    for d in data["admission"]:
+        d["ok"] = True
+    data["attribution"].update(F_H=[], Z_A=[], B=[], Z_H=[], L_act=[], linked_agent_failures=[],
+                               unlinked_agent_failures=[], label="clean", label_rule=7)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    return data
+
+
+def flip_one_byte(path: Path, needle: bytes = b"run_id") -> None:
+    """Change exactly one byte of ``path`` (the first byte of ``needle``'s first occurrence)."""
+    data = bytearray(path.read_bytes())
+    at = data.index(needle)
+    data[at] = ord("R") if data[at] != ord("R") else ord("r")
+    path.write_bytes(bytes(data))

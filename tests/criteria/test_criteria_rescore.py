@@ -20,6 +20,7 @@ from tests.criteria.archive_factory import (
     write_task_pack,
 )
 from tests.criteria.conftest import ScriptedJudge
+from tracetrial.archive import build_manifest, verify_manifest, write_manifest
 from tracetrial.task import load_task
 
 ANSWERS = {
@@ -63,10 +64,13 @@ def test_rescore_is_byte_identical(output: Path):
     before = {c.name: tree(c) for c in cells}
     assert "artifacts/llm_judge/combined_score.json" in before["reference"]
     assert "evidence/judge/A3.json" in before["reference"] and "evidence/packets/_verifier.json" in before["reference"]
-    written = rescore_output(output)
-    assert [p.parents[2].name for p in written] == ["codex", "reference", "tampered"]
+    errors: list[str] = []
+    written = rescore_output(output, errors=errors)
+    assert [p.parents[2].name for p in written] == ["codex", "reference"]
+    assert errors == [("traces/E1-synthetic-check-001/probe/tampered: tampered: workspace/report.md: content changed "
+                       "since the manifest was written (sha256 mismatch)")]
     after = {c.name: tree(c) for c in cells}
-    assert after == before
+    assert after == before  # the tampered cell included: kept exactly as found
     assert "artifacts/llm_judge/combined_score.json" not in after["unsupported"]  # never measured
 
 
@@ -79,49 +83,59 @@ def test_combined_score_is_canonical(output: Path):
     assert data["judge"] == "scripted-judge" and data["verdicts"][3]["passed"] is True  # A2
     assert data["verdicts"][1]["passed"] is None and "agent criteria unscored: A3" in data["verdicts"][1]["reason"]
     assert data["verdicts"][4]["passed"] is None and "not JSON" in data["verdicts"][4]["reason"]
-    tampered = json.loads((path.parents[3] / "tampered" / "artifacts" / "llm_judge" / "combined_score.json").read_text())
-    assert tampered["admitted"] is False and tampered["attribution"]["label"] == "apparatus_invalid"
+    # Scoring writes nothing into a cell whose seal does not verify (it is scored, not admitted).
+    assert not (path.parents[3] / "tampered" / "artifacts" / "llm_judge" / "combined_score.json").exists()
 
 
 def test_rescore_with_a_cassette_judge(output: Path, tmp_path: Path):
     cell = output / "traces" / "E1-synthetic-check-001" / "probe" / "reference"
     before = tree(cell)
     cassette = CassetteJudge(tmp_path / "cassette.json", name="scripted-judge", record=ScriptedJudge(ANSWERS))
-    rescore_output(output, judge=cassette)
+    rescore_output(output, judge=cassette, errors=[])
     assert tree(cell) == before
     replay = CassetteJudge(tmp_path / "cassette.json")
     assert len(replay.entries) == 3
-    rescore_output(output, judge=replay)
+    rescore_output(output, judge=replay, errors=[])
     assert tree(cell) == before
 
 
 def test_rescore_replays_a_changed_answer_only_through_a_new_judge(output: Path):
     cell = output / "traces" / "E1-synthetic-check-001" / "probe" / "reference"
     changed = dict(ANSWERS, A3=json.dumps({"state": 0, "rationale": "too long", "citations": ["file:report.md"]}))
-    rescore_output(output, judge=ScriptedJudge(changed))
+    rescore_output(output, judge=ScriptedJudge(changed), errors=[])
     data = json.loads((cell / "artifacts" / "llm_judge" / "combined_score.json").read_text())
     assert next(v for v in data["verdicts"] if v["id"] == "A3")["passed"] is False
-    rescore_output(output)  # replaying the archive now reproduces the new answer
+    rescore_output(output, errors=[])  # replaying the archive now reproduces the new answer
     assert json.loads((cell / "artifacts" / "llm_judge" / "combined_score.json").read_text()) == data
 
 
 def test_a_broken_cell_is_reported_and_the_others_are_rescored(output: Path):
     broken = output / "traces" / "E1-synthetic-check-001" / "probe" / "codex"
-    shutil.rmtree(broken / "private" / "task")
+    # A task snapshot that does not load, sealed that way (removing it would make the
+    # cell half-written instead: see test_tamper_evidence.py).
+    (broken / "private" / "task" / "E1-synthetic-check-001" / "task.yaml").write_text("id: [unclosed\n")
+    write_manifest(broken, build_manifest(broken, "run-0002"))
     errors: list[str] = []
     written = rescore_output(output, errors=errors)
-    assert [p.parents[2].name for p in written] == ["reference", "tampered"]
-    assert len(errors) == 1 and errors[0].startswith("traces/E1-synthetic-check-001/probe/codex: TaskPackErrors")
-    with pytest.raises(RescoreError, match="1 cell"):
+    assert [p.parents[2].name for p in written] == ["reference"]
+    assert len(errors) == 2 and errors[0].startswith("traces/E1-synthetic-check-001/probe/codex: TaskPackErrors")
+    assert errors[1].startswith("traces/E1-synthetic-check-001/probe/tampered: tampered: workspace/report.md")
+    with pytest.raises(RescoreError, match="2 cell"):
         rescore_output(output)
 
 
-def test_evidence_of_a_previous_scoring_does_not_outlive_it(output: Path):
+def test_evidence_of_a_previous_scoring_does_not_outlive_it(output: Path, tmp_path: Path):
     cell = output / "traces" / "E1-synthetic-check-001" / "probe" / "reference"
     assert (cell / "evidence" / "packets" / "A2.json").is_file()
-    (cell / "workspace" / "report.md").write_text("edited after sealing")
-    rescore_output(output)
+    # Scored against a newer revision of the task: not admitted, so no packets and no judge
+    # records this time. The old ones go (sealed by the last scoring, not by the run), and
+    # the cell is re-sealed without them.
+    newer = tmp_path / "newer" / "E1-synthetic-check-001"
+    shutil.copytree(cell / "private" / "task" / "E1-synthetic-check-001", newer)
+    (newer / "task.yaml").write_text((newer / "task.yaml").read_text().replace("revision: 1", "revision: 2"))
+    score_run(load_task(newer), cell, judge=ScriptedJudge(ANSWERS))
     data = json.loads((cell / "artifacts" / "llm_judge" / "combined_score.json").read_text())
     assert data["admitted"] is False
     assert not list((cell / "evidence" / "packets").glob("*.json"))
     assert not list((cell / "evidence" / "judge").glob("*.json"))
+    assert verify_manifest(cell).ok

@@ -9,7 +9,7 @@ import pytest
 
 from reports.aggregate import aggregate, load_runs
 from reports.pricing import load_price_catalogue, run_cost
-from reports.synthetic import write_cell
+from reports.synthetic import seal, write_cell
 from tracetrial.archive import RunPaths
 from tracetrial.results import AdmissionDecision, CellIdentity, CriterionVerdict
 from tracetrial.trace import TokenUsage
@@ -35,6 +35,7 @@ def test_engine_combined_score_with_diagnostic_unscored_and_hard_gate(tmp_path: 
     paths = RunPaths.for_cell(tmp_path, "E1-x-001", "m", "h")
     write_cell(tmp_path, None, task_id="E1-x-001", model="m", harness="h")
     scoring.write_combined(paths.combined_score, cs)
+    seal(paths.root)  # the score written after the cell: re-sealed as scoring does
 
     (rec,) = load_runs(tmp_path)
     assert rec.problems == ()                         # diagnostic verdicts are not in p/n: no false alarm

@@ -9,7 +9,7 @@ import pytest
 
 from reports.aggregate import aggregate, load_runs
 from reports.pricing import PriceEntry, load_price_catalogue, parse_price_catalogue, run_cost
-from reports.synthetic import make_combined, write_cell
+from reports.synthetic import make_combined, seal, write_cell
 from tracetrial.archive import RunPaths
 from tracetrial.trace import TokenUsage
 
@@ -32,6 +32,7 @@ def test_unreadable_combined_score_is_listed_not_dropped(corpus_dir: Path, tmp_p
     shutil.copytree(corpus_dir, out)
     broken = RunPaths.for_cell(out, "E1-b-001", "m1", "hA").combined_score
     broken.write_text("{not json", encoding="utf-8")
+    seal(broken.parents[2])  # sealed that way: the score is unreadable, not tampered
     runs = load_runs(out)
     assert len(runs) == 11
     rec = next(r for r in runs if (r.task_id, r.harness) == ("E1-b-001", "hA"))
@@ -46,6 +47,7 @@ def test_nested_result_json_is_not_a_run_and_missing_result_is_reported(tmp_path
     nested = paths.root / "evidence" / "tool" / "x"
     nested.mkdir(parents=True)
     (nested / "result.json").write_text("{}", encoding="utf-8")
+    seal(paths.root)
     empty = tmp_path / "traces" / "E1-b-001" / "m1" / "h"
     empty.mkdir(parents=True)
     runs = load_runs(tmp_path)
