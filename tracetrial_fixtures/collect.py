@@ -5,7 +5,9 @@ Ids are ``<task>-<harness>-<model>``; markers carry the component name
 (``Execution``), the property slug, the harness, the model alias, the surface
 and the conversation form, so ``-k "Execution and codex"`` selects a slice.
 A broken pack still yields its cells: they fail with the loader's message while
-other packs run.
+other packs run. A cell's parameter is a :class:`CellRef` (pack id and folder, harness,
+model): the pack itself, truth and planted secrets included, is loaded inside the cell,
+so no test id, parameter, allure result or traceback carries it.
 
 With ``--tt-baseline``, a cell whose baseline records failing (or unscored)
 criteria carries ``tt_baseline(known={criterion: state})``; the checker turns it
@@ -22,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tracetrial.task import BrokenPack, TaskPack, discover
+from tracetrial.errors import TaskPackErrors
+from tracetrial.task import BrokenPack, TaskPack, discover, load_task
 from tracetrial.taxonomy import COMPONENTS, PROPERTIES, collision_free, property_keyword
 from tracetrial_fixtures.settings import DEFAULT_HARNESSES, Settings
 
@@ -52,11 +55,57 @@ def static_markers() -> list[str]:
     return lines
 
 
+#: pytest-timeout's method for cells. "signal" raises inside the cell, so its cleanup runs
+#: and the session goes on to the next cell and its reports; "thread" (what the project's own
+#: tests use) ends the whole process, orphaning the proxy and losing every report.
+CELL_TIMEOUT_METHOD = "signal"
+#: A broken pack's cell only reports the loader's message.
+BROKEN_PACK_TIMEOUT_S = 300
+
+
+def cell_timeout(seconds: float) -> pytest.MarkDecorator:
+    """The last-resort timeout of a cell, method included: cells carry their own settings,
+    so a tasks folder run outside this repository (another rootdir, none of the project's
+    ``[tool.pytest.ini_options]``) behaves the same. The cell's own bounds (turn wall clock,
+    verifier bound) fire first."""
+    return pytest.mark.timeout(seconds, method=CELL_TIMEOUT_METHOD)
+
+
 def form_marker(form: str) -> str:
     return "simulator_driven" if form == "simulator" else f"{form}_turn"
 
 
 @dataclass(frozen=True)
+class CellRef:
+    """What a cell's test parameter holds: the pack's id and folder, the harness, the model.
+
+    Nothing private: pytest prints parameters in tracebacks and ``-v`` output, and
+    allure-pytest records their repr. The pack (truth, planted secrets) is loaded inside
+    the cell (:meth:`load`), never carried by the parameter.
+    """
+
+    task_id: str
+    path: Path
+    harness: str
+    model: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.task_id}-{self.harness}-{self.model}"
+
+    def __repr__(self) -> str:
+        return f"CellRef({self.id!r})"
+
+    def load(self) -> CellSpec:
+        """The cell with its pack loaded now (a pack that no longer loads: a broken pack)."""
+        try:
+            pack: TaskPack | BrokenPack = load_task(self.path)
+        except TaskPackErrors as exc:
+            pack = BrokenPack(self.path, exc)
+        return CellSpec(pack, self.harness, self.model)
+
+
+@dataclass(frozen=True, repr=False)
 class CellSpec:
     """One cell to run: a pack (or a broken pack), a harness name and a model alias."""
 
@@ -67,6 +116,15 @@ class CellSpec:
     @property
     def id(self) -> str:
         return f"{self.pack.id}-{self.harness}-{self.model}"
+
+    @property
+    def ref(self) -> CellRef:
+        """The cell as its test parameter (no pack contents)."""
+        return CellRef(self.pack.id, self.pack.root, self.harness, self.model)
+
+    def __repr__(self) -> str:
+        # A traceback through the cell's code shows its arguments: never the pack's contents.
+        return f"CellSpec({self.id!r})"
 
 
 def harness_names(settings: Settings) -> tuple[str, ...]:
@@ -103,12 +161,13 @@ def cell_param(cell: CellSpec, baseline: Baseline | None = None) -> object:
             getattr(pytest.mark, property_keyword(spec.component, spec.property)),
             getattr(pytest.mark, spec.surface),
             getattr(pytest.mark, form_marker(spec.conversation)),
-            pytest.mark.timeout(spec.budgets.wall_clock_s * 2 + 300),
+            cell_timeout(spec.budgets.wall_clock_s * 2 + 300),
         ]
     else:
+        marks.append(cell_timeout(BROKEN_PACK_TIMEOUT_S))
         # A broken pack still carries its component when the id says it, so
         # "-k Execution" keeps showing the broken Execution packs.
         letter = cell.pack.id[:1]
         if letter in COMPONENTS:
             marks.append(getattr(pytest.mark, COMPONENTS[letter]))
-    return pytest.param(cell, id=cell.id, marks=marks)
+    return pytest.param(cell.ref, id=cell.id, marks=marks)

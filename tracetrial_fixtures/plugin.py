@@ -9,7 +9,7 @@ sub-checks) and :mod:`.progress` (progress lines, summary table, reports).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ import pytest
 from tracetrial_fixtures.cell import CellResult
 from tracetrial_fixtures.checker import Checker
 from tracetrial_fixtures.collect import (
-    CellSpec,
+    CellRef,
     build_cells,
     cell_param,
     harness_names,
@@ -87,6 +87,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("tt_cell_spec", [cell_param(c, session.baseline) for c in cells])
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A cell's failure is reported without local variables, even under ``--showlocals``:
+    frames of the cell's code hold the pack's truth and planted secrets in locals (its
+    arguments are safe to show: :class:`CellRef` and the pack print their id only)."""
+    config = item.config
+    hide = "tt_cell_spec" in getattr(item, "fixturenames", ()) and bool(config.option.showlocals)
+    if hide:
+        config.option.showlocals = False
+    try:
+        return (yield)
+    finally:
+        if hide:
+            config.option.showlocals = True
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """Which sandbox backend the cells get, and the baseline in force."""
     session = config.stash.get(SESSION_KEY, None)
@@ -118,13 +135,14 @@ def tt_services(request: pytest.FixtureRequest) -> Iterator[Services]:
 
 
 @pytest.fixture
-def tt_cell(tt_cell_spec: CellSpec, tt_services: Services, request: pytest.FixtureRequest) -> CellResult:
+def tt_cell(tt_cell_spec: CellRef, tt_services: Services, request: pytest.FixtureRequest) -> CellResult:
     """Run the cell (task × harness × model) and return its archived result.
 
+    The parameter names the pack; the pack is loaded here (see :class:`CellRef`).
     Apparatus failures surface as errors of this fixture; harness behaviour is
     judged by the test through :class:`~tracetrial_fixtures.checker.Checker`.
     """
-    result = run_cell(tt_cell_spec, session_of(request.config), tt_services)
+    result = run_cell(tt_cell_spec.load(), session_of(request.config), tt_services)
     request.node.user_properties.append(("tt_run_dir", str(result.paths.root)))
     return result
 

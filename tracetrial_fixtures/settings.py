@@ -3,9 +3,9 @@
 Precedence: CLI option > ``TT_*`` environment variable > default.
 
 A value the user gave (an option or a variable) is checked here, before any cell is
-collected or run: an unknown harness, model alias or sandbox, or an output folder that
-cannot be written, is a usage error (one line naming the option or variable it came
-from) rather than the same traceback repeated by every cell. Defaults are not checked,
+collected or run: an unknown harness, model alias or sandbox, an output folder that
+cannot be written, or a tasks folder that is not one, is a usage error (one line naming
+the option or variable it came from) rather than the same traceback repeated by every cell. Defaults are not checked,
 so ``pytest tests/`` and ``--collect-only`` runs that never touch cells stay unaffected.
 """
 
@@ -63,8 +63,8 @@ def check_harnesses(names: tuple[str, ...], source: str) -> None:
     :func:`harnesses.registry.available_harnesses`, so they are accepted like built-ins.
     Variants of other harnesses are not checked: only the reference harness defines them.
     """
-    from harnesses.registry import available_harnesses
     from harnesses.reference.mutants import MUTANTS
+    from harnesses.registry import available_harnesses
 
     registered = available_harnesses()
     for name in names:
@@ -112,6 +112,13 @@ def check_output(output: Path, source: str) -> None:
         raise pytest.UsageError(f"{source}: {output} {what}; name a folder you can write")
 
 
+def check_tasks(tasks: Path, source: str) -> None:
+    """``tasks`` is a folder (of task packs); else every cell's collection would crash."""
+    if not tasks.is_dir():
+        what = "is a file, not a folder" if tasks.exists() else "does not exist"
+        raise pytest.UsageError(f"{source}: {tasks} {what}; name the folder of task packs")
+
+
 def resolve_settings(config: pytest.Config) -> Settings:
     """Settings from the command line, then ``TT_*`` env vars, then defaults.
 
@@ -136,7 +143,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
     models = _split(model_value)
     if models:
         check_models(models, model_from)
-    tasks = _opt(config, "--tt-tasks", "TT_TASKS")
+    tasks, tasks_from = _opt_from(config, "--tt-tasks", "TT_TASKS")
+    if tasks:
+        check_tasks(Path(tasks), tasks_from)
     return Settings(
         harnesses=harnesses,
         models=models or ("probe",),

@@ -81,7 +81,7 @@ def test_output_that_cannot_be_written(pytester: pytest.Pytester, monkeypatch: p
     locked = pytester.path / "locked"
     locked.mkdir()
     # Root may write anywhere, so "unwritable" is simulated by os.access saying no.
-    import tracetrial_fixtures.settings as settings
+    from tracetrial_fixtures import settings
 
     real = settings.os.access
     monkeypatch.setattr(settings.os, "access", lambda p, mode: False if Path(p) == locked else real(p, mode))
@@ -113,3 +113,29 @@ def test_third_party_harness_stays_accepted(pytester: pytest.Pytester, monkeypat
     assert collected(result) == ["test_cell[E1-build-status-001-acme-probe]",
                                  "test_cell[E1-build-status-001-acme+x-probe]"]
     sys.modules.pop("acme_harness", None)
+
+
+def test_tasks_folder_that_is_not_one(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_suite(pytester)
+    missing = pytester.path / "no-such-tasks"
+    line = usage_error(pytester.runpytest("tasks", "--collect-only", "-q", f"--tt-tasks={missing}"))
+    assert line == f"ERROR: --tt-tasks: {missing} does not exist; name the folder of task packs"
+    afile = pytester.path / "afile"
+    afile.write_text("x")
+    monkeypatch.setenv("TT_TASKS", str(afile))
+    line = usage_error(pytester.runpytest("tasks", "--collect-only", "-q"))
+    assert line == f"ERROR: TT_TASKS: {afile} is a file, not a folder; name the folder of task packs"
+
+
+@pytest.mark.parametrize("args", [["--tt-harness", "nosuch"], ["--tt-harness", "reference", "--tt-model", "nosuch"],
+                                  ["--tt-sandbox", "nosuch"]], ids=["harness", "model", "sandbox"])
+def test_a_real_run_stops_before_any_cell(pytester: pytest.Pytester, args: list[str]) -> None:
+    """Not only at collection: a real run with a bad value runs no cell and writes nothing."""
+    make_suite(pytester)
+    out = pytester.path / "out"
+    result = pytester.runpytest("tasks", "-q", f"--tt-output={out}", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and f"{args[-2]}: " in errors[0], result.errlines
+    assert not any("[tt]" in line or "test_cell[" in line for line in result.outlines)
+    assert not out.exists()
