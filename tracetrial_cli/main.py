@@ -106,20 +106,29 @@ def cmd_run(args: argparse.Namespace, rest: Sequence[str]) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from criteria.rescore import rescore_output
+    """Re-score every cell whose seal verifies; name every tampered, half-written or failed
+    cell with its reason (stderr) and exit 1 when there is any."""
+    from criteria.rescore import rescore_archive
 
+    output = Path(args.output)
+    if not (output / "traces").is_dir():
+        print(f"error: {output} has no traces/ folder (not a --tt-output archive)", file=sys.stderr)
+        return 2
     judge = None
     if args.judge:
         from criteria.judge import make_judge
 
         judge = make_judge(args.judge)
-    errors: list[str] = []
-    written = rescore_output(Path(args.output), judge=judge, errors=errors, renormalize=args.renormalize)
-    for problem in errors:
-        print(f"error: {problem}", file=sys.stderr)
+    report = rescore_archive(output, judge=judge, renormalize=args.renormalize)
+    for cell in report.bad:
+        print(f"error: {cell}", file=sys.stderr)
     what = "re-derived events.json and rescored" if args.renormalize else "rescored"
-    print(f"{what} {len(written)} cell(s) under {args.output}" + (f"; {len(errors)} cell(s) failed" if errors else ""))
-    return 1 if errors else 0
+    print(f"{what} {len(report.written)} cell(s) under {args.output} ({report.counts()})")
+    if report.bad:
+        print(f"error: {len(report.bad)} cell(s) not rescored; tampered and half-written cells are kept as found "
+              "(inspect them, or re-run them with --tt-rerun)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -260,7 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("harness", nargs="*")
     p.add_argument("--root", help="install folder (default: <repo>/.tt-tools)")
     p.set_defaults(func=cmd_install)
-    p = sub.add_parser("rescore", help="recompute scores from an archive")
+    p = sub.add_parser("rescore", help="recompute scores from an archive",
+                       description="Re-scores every cell whose seal verifies and re-seals it. Tampered and "
+                                   "half-written cells are named (stderr), not scored and left as found; "
+                                   "exit 1 when there is any, 2 when OUTPUT is not an archive.")
     p.add_argument("output")
     p.add_argument("--judge")
     p.add_argument("--renormalize", action="store_true",
@@ -286,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-seed", default="0", help="which K tasks --sample picks (e.g. the commit id)")
     p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("gate", help="compare an output's verdicts with a stored baseline; exit 1 on regressions",
-                       description="Exit codes: 0 no regression, 1 regressed/vanished/unmeasured cells, "
+                       description="Exit codes: 0 no regression, 1 tampered/regressed/vanished/unmeasured cells, "
                                    "2 unusable inputs, 3 harness version differs from the baseline's.")
     p.add_argument("output", help="a session's archive folder (--tt-output)")
     p.add_argument("--baseline", required=True, help="tt-baseline/1 file, e.g. ci/baselines/probe.json")
