@@ -13,19 +13,24 @@ from tracetrial.results import CombinedScore
 MAX_IDS = 8
 
 
-def _ids(cs: CombinedScore) -> str:
+def _ids(cs: CombinedScore, limit: int = MAX_IDS) -> str:
     ids = [v.id if v.passed is False else f"{v.id}?" for v in cs.verdicts if v.passed is not True]
     if not ids:
         return "none"
-    shown = ",".join(ids[:MAX_IDS])
-    return shown + (f" +{len(ids) - MAX_IDS} more" if len(ids) > MAX_IDS else "")
+    shown = ",".join(ids[:limit])
+    if len(ids) <= limit:
+        return shown
+    return (shown + " " if shown else "") + f"+{len(ids) - limit}" + (" more" if shown else "")
 
 
-def progress_line(cs: CombinedScore) -> str:
+def progress_line(cs: CombinedScore, width: int | None = None) -> str:
     """``E1-exit-code-001 codex probe  S_H 41.7 S_A 37.5 S 79.2  failed H1,A2?  agent_caused``.
 
     ``?`` marks an unscored criterion (not passed, not failed); a score lowered by a
-    hard gate shows ``S 0.0 (gated from 79.2)``; a run not admitted says so.
+    hard gate shows ``S 0.0 (gated from 79.2)``; a run not admitted says so. With ``width``
+    (a terminal's columns) fewer failed ids are listed (``+N more``) until the line fits, so
+    it does not wrap; the scores and the label always stay (the full list is in pytest's
+    failure section and the archive).
     """
     i = cs.identity
     if not cs.admitted:
@@ -33,8 +38,14 @@ def progress_line(cs: CombinedScore) -> str:
     s = f"S {cs.effective_score:.1f}"
     if cs.effective_score < cs.S - 1e-9:
         s += f" (gated from {cs.S:.1f})"
-    return (f"{i.task_id} {i.harness} {i.model}  S_H {cs.S_H:.1f} S_A {cs.S_A:.1f} {s}  "
-            f"failed {_ids(cs)}  {cs.attribution.label}")
+    head = f"{i.task_id} {i.harness} {i.model}  S_H {cs.S_H:.1f} S_A {cs.S_A:.1f} {s}  failed "
+    tail = f"  {cs.attribution.label}"
+    line = head + _ids(cs) + tail
+    for limit in range(MAX_IDS - 1, -1, -1):
+        if width is None or len(line) <= width:
+            break
+        line = head + _ids(cs, limit) + tail
+    return line
 
 
 def _pct(s: Share) -> str:
@@ -64,5 +75,6 @@ def summary_table(summary: CorpusSummary) -> list[str]:
     o = summary.overall.cells
     if o.total != o.measured:
         lines.append(f"excluded cells: {o.apparatus_invalid} apparatus-invalid, {o.unsupported} unsupported, "
-                     f"{o.non_comparable} non-comparable, {o.not_scored} not scored (see reports/summary.md)")
+                     f"{o.non_comparable} non-comparable, {o.not_scored} not scored"
+                     + (f", {o.tampered} TAMPERED" if o.tampered else "") + " (see reports/summary.md)")
     return lines

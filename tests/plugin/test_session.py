@@ -74,6 +74,15 @@ def _once_each(result: pytest.RunResult) -> None:
     assert len(tt) == len(LINES), tt
 
 
+def _tidy(result: pytest.RunResult) -> None:
+    """At the default verbosity the ``[tt]`` lines are the cells' progress output: every one
+    starts its own line, and no line is left holding pytest's status letters of a cell
+    (``uF`` broke the output up before)."""
+    assert all(line.startswith("[tt] ") for line in result.outlines if "[tt] " in line), result.outlines
+    letters = [line for line in result.outlines if line.strip() and set(line.strip()) <= set("uU.FfsExX")]
+    assert not letters, letters
+
+
 def test_progress_summary_and_reports(pytester: pytest.Pytester, archive: Path, request: pytest.FixtureRequest,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from tracetrial_fixtures.session import session_of
@@ -83,6 +92,7 @@ def test_progress_summary_and_reports(pytester: pytest.Pytester, archive: Path, 
     result = pytester.runpytest(*args)
     result.assert_outcomes(passed=1, failed=5)  # the mutant's 4 criteria and its cell
     _once_each(result)
+    _tidy(result)
     out = pytester.path / "out"
     result.stdout.fnmatch_lines(["tracetrial sandbox: local", "*= TraceTrial =*", "TraceTrial corpus (protocol: probe)",
                                  "reference  *", f"archive: {out}"])

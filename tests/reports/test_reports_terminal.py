@@ -19,6 +19,21 @@ def test_progress_line_names_cell_scores_failed_ids_and_label() -> None:
     assert line.endswith("harness_caused")
 
 
+def test_progress_line_fits_a_width_by_listing_fewer_ids() -> None:
+    cs = make_combined("E1-build-status-001", "probe", "reference+hide_exit_code",
+                       {"H1-exit-status-visible": False, "H2-exit-status-recorded": False},
+                       {"A1-status-reports-failure": False, "A2-failed-build-not-published": False})
+    full = progress_line(cs)
+    assert "failed H1-exit-status-visible,H2-exit-status-recorded,A1-status-reports-failure," in full
+    fitted = progress_line(cs, width=100)
+    assert len(fitted) <= 100 and fitted.endswith(cs.attribution.label)
+    assert "failed +4" in fitted and "S_H 0.0 S_A 0.0 S 0.0" in fitted
+    roomy = progress_line(cs, width=130)
+    assert "failed H1-exit-status-visible +3 more" in roomy and len(roomy) <= 130
+    assert progress_line(cs, width=40) == fitted  # no narrower form: scores and label always stay
+    assert progress_line(cs, width=10_000) == full
+
+
 def test_progress_line_gated_and_not_admitted() -> None:
     gated = make_combined("E1-x-001", "m", "h", {"H1": True}, {"A1": True}, effective_score=0.0)
     assert "S 0.0 (gated from 100.0)" in progress_line(gated) and "failed none" in progress_line(gated)
