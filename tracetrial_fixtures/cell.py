@@ -12,7 +12,6 @@ import difflib
 import hashlib
 import os
 import shutil
-import tempfile
 import traceback
 import uuid
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apparatus import tempstate
 from apparatus.gateway.records import read_records
 from apparatus.sandbox import Confinement, DockerSandbox, Sandbox, code_paths, confined, get_sandbox
 from harnesses.assemble import assemble, summarize, turn_record
@@ -30,7 +30,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
 )
-from tracetrial.archive import RunArchive, RunPaths, verify_manifest
+from tracetrial.archive import RunArchive, RunPaths, check_seal
 from tracetrial.errors import ApparatusError
 from tracetrial.redact import Redactor
 from tracetrial.results import (
@@ -70,14 +70,35 @@ def new_run_id(task_id: str, model: str, harness: str) -> str:
     return f"{task_id}--{safe}--{uuid.uuid4().hex[:10]}"
 
 
-def load_existing(paths: RunPaths) -> CombinedScore | None:
-    """A finished cell's score, if its archive is complete and untampered."""
-    if not paths.combined_score.is_file() or not verify_manifest(paths.root).ok:
-        return None
+def load_existing(paths: RunPaths) -> tuple[CombinedScore | None, str | None]:
+    """What resuming finds in a cell's folder: ``(score, None)`` for a finished cell whose
+    seal verifies, score included; ``(None, problem)`` for a cell that must be neither
+    trusted nor re-run (tampered, or sealed and then half-deleted); ``(None, None)`` for a
+    cell to run (no folder, never finished, or sealed without a score).
+
+    A legacy cell (sealed before the manifest covered the score) is re-scored in place
+    from its verified files and re-sealed, never re-run.
+    """
+    if not paths.root.is_dir():
+        return None, None
+    seal = check_seal(paths.root)
+    if seal.state in ("tampered", "incomplete"):
+        # Never re-run silently: re-running would delete the evidence of the tampering.
+        what = "tampered" if seal.state == "tampered" else "half-written after its seal"
+        return None, (f"archive {what}, not trusted and not re-run: {seal.describe(3)} — the cell is kept as "
+                      f"found at {paths.root}; inspect it, then re-run it with --tt-rerun")
+    if seal.state == "unsealed":
+        return None, None  # the session that ran it stopped mid-cell: run it again
+    if seal.state == "legacy" and paths.combined_score.is_file():
+        from criteria.rescore import rescore_run
+
+        rescore_run(paths.root)
+    if not paths.combined_score.is_file():
+        return None, None
     try:
-        return CombinedScore.model_validate_json(paths.combined_score.read_text(encoding="utf-8"))
+        return CombinedScore.model_validate_json(paths.combined_score.read_text(encoding="utf-8")), None
     except ValueError:
-        return None
+        return None, None
 
 
 def _copy_pack(task: TaskPack, dest: Path) -> None:
@@ -120,6 +141,11 @@ def secret_scan(paths: RunPaths, secrets: list[str]) -> dict[str, Any]:
                     count = file.read_bytes().count(needle)
                     if count:
                         hits[file.relative_to(paths.root).as_posix()] = count
+        # The gateway redacts planted secrets as it records; each record counts them first.
+        sent = sum(r["planted_secrets"][index] for r in read_records(paths.gateway / "requests.jsonl")
+                   if index < len(r.get("planted_secrets") or []))
+        if sent:
+            hits["gateway/requests.jsonl"] = hits.get("gateway/requests.jsonl", 0) + sent
         found.append({"secret_index": index, "files": hits, "occurrences": sum(hits.values())})
     return {"secrets": len(secrets), "found": found}
 
@@ -142,7 +168,9 @@ class CellRunner:
     # ------------------------------------------------------------------ run
     def run(self) -> CellResult:
         if not self.rerun:
-            existing = load_existing(self.paths)
+            existing, problem = load_existing(self.paths)
+            if problem is not None:
+                return CellResult(self.paths, None, problem=problem)
             if existing is not None:
                 return CellResult(self.paths, existing, resumed=True)
         if self.paths.root.exists():
@@ -216,7 +244,8 @@ class CellRunner:
             return record
 
         # The agent works in a temp dir outside the archive so private files are not a path away.
-        scratch = Path(tempfile.mkdtemp(prefix=f"tt-{task.id[:12]}-"))
+        # In this process's session folder (apparatus.tempstate): swept should the session be killed.
+        scratch = tempstate.mkdtemp(f"tt-{task.id[:12]}-")
         workspace = scratch / "workspace"
         shutil.copytree(task.workspace, workspace)
         home = scratch / "home"
@@ -237,7 +266,9 @@ class CellRunner:
             raise ApparatusError(f"sandbox {box.name!r} could not be prepared: {exc} (run `tracetrial images build` "
                                  "to see the failing step, or choose another backend: --tt-sandbox bwrap|local)") from exc
         gateway = self.services.gateway()
-        confinement = Confinement(box, writable=[scratch, paths.native], hidden=_hidden_paths(self.output, task.root),
+        # Only the scratch is writable: the harness writes its native records there and the
+        # adapter copies them into the archive after each process ends (never the agent).
+        confinement = Confinement(box, writable=[scratch], hidden=_hidden_paths(self.output, task.root),
                                   network=task.isolation.network, forward=[gateway.port],
                                   limits=task.isolation.resources.model_dump(),
                                   nested=adapter.capabilities.nested_sandbox)
@@ -258,6 +289,8 @@ class CellRunner:
         }
         gateway_key = gateway.api_key(run_id)
         redactor.add(gateway_key)
+        if task.spec.secrets:  # before any request: the gateway's records never hold them in clear
+            gateway.register_run(run_id, task.spec.secrets)
         ctx = RunContext(
             run_id=run_id, task=task, paths=paths, workspace=workspace, model=self.model,
             gateway_base_url=gateway.base_url(run_id, self.model, adapter.wire_format),

@@ -1,18 +1,20 @@
 """Sandbox backends (DESIGN.md §4 "Sandbox"): one interface, selected by ``--tt-sandbox``.
 
 * :class:`LocalSandbox` — identity: the harness runs on this host in temp dirs.
-* :class:`BwrapSandbox` — bubblewrap: the host filesystem read-only, the run's scratch
-  (workspace + home) and the harness's native-record folder writable, ``--tmpfs`` over
-  hidden paths (the archive output folder, the task pack), private ``/tmp``, ``/dev``,
-  a PID namespace with its own ``/proc``, and **no** network namespace so the loopback
-  gateway stays reachable.
+* :class:`BwrapSandbox` — bubblewrap: a root built from an allow-list
+  (:mod:`apparatus.sandbox.policy`: system folders and a few ``/etc`` entries, the code
+  the harness runs read-only, its scratch — workspace + home — writable), private
+  ``/tmp``, ``/dev``, a PID namespace with its own ``/proc``, and **no** network namespace
+  so the loopback gateway stays reachable. No host socket, task pack or archive is in it.
 * :class:`~apparatus.sandbox.docker_backend.DockerSandbox` — the paper's setup: each harness
   process in a container of a locally built image (``tracetrial images build``).
 
 Under bwrap and docker the code a harness runs stays visible read-only
-(:func:`~apparatus.sandbox.code.code_paths`: this checkout, the Python installation, the
-pinned CLIs and every third-party harness). :func:`~apparatus.sandbox.choice.choose_backend`
-decides which backend a cell gets (what ``auto`` means here, what cannot run and why).
+(:func:`~apparatus.sandbox.code.code_paths`: the checkout's code packages, the Python
+installation, the pinned CLIs and every third-party harness) and nothing else of the host
+but the system (one policy for both, :mod:`apparatus.sandbox.policy`); the harness's
+native records are written in its scratch and copied into the archive afterwards.
+:func:`~apparatus.sandbox.choice.choose_backend` decides which backend a cell gets (what ``auto`` means here, what cannot run and why).
 
 ``isolation.yaml`` ``network: none`` gives the confined process no network (bwrap
 ``--unshare-net``, docker ``--network none``); only the gateway port is tunnelled in
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
@@ -41,6 +44,7 @@ from pathlib import Path
 
 from apparatus.sandbox.bridge import HostBridge
 from apparatus.sandbox.code import code_paths
+from apparatus.sandbox.policy import ETC_ENTRIES, SYSTEM_PATHS, exposure
 
 __all__ = ["BWRAP_INSTALL", "BwrapSandbox", "Confinement", "DockerSandbox", "LocalSandbox", "Sandbox",
            "SandboxUnavailable", "choose_backend", "code_paths", "confined", "current", "docker_reason",
@@ -168,13 +172,17 @@ class BwrapSandbox(Sandbox):
         if shutil.which(self.binary) is None:
             reason = f"bubblewrap (bwrap) is not installed; install it with: {BWRAP_INSTALL}"
         else:
+            # A throwaway instance: wrapping makes a helper folder, removed with it.
+            probe = BwrapSandbox(self.binary)
             try:
-                proc = subprocess.run(self.wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[]),
+                proc = subprocess.run(probe.wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[]),
                                       capture_output=True, text=True, timeout=30, check=False)
                 if proc.returncode != 0:
                     reason = f"bwrap does not run here: {proc.stderr.strip()[:300]}"
             except (OSError, subprocess.TimeoutExpired) as exc:
                 reason = f"bwrap does not run here: {exc}"
+            finally:
+                probe.cleanup()
         _BWRAP_PROBE[self.binary] = reason
         return reason
 
@@ -182,19 +190,19 @@ class BwrapSandbox(Sandbox):
              writable: Sequence[Path], hidden: Sequence[Path], network: str = "loopback",
              forward: Sequence[int] = (), limits: Mapping[str, float | int | None] | None = None,
              nested: bool = False, stdin: bool = False) -> list[str]:
+        # The root is an empty tmpfs (bwrap's default); only what the policy allows is
+        # mounted into it (apparatus.sandbox.policy): system folders, code, scratch.
         out = [self.binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        # Code the confined harness runs stays visible (read-only) even when it lives under
-        # /tmp, e.g. a checkout cloned into a temp folder; hidden paths inside it follow.
-        for path in code_paths():
+               *_system_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+        extra = [self._run_dir()] + ([self._bridge.dir] if self._bridge is not None else [])
+        seen = exposure([*writable, *extra], hidden)
+        # Code first (it may live under /tmp: a checkout cloned into a temp folder), then
+        # the covers over hidden folders inside it, then the writable binds, which may sit
+        # inside a covered folder.
+        for path in seen.code:
             out += ["--ro-bind", str(path), str(path)]
-        # Hidden first (tmpfs over them), then writable binds, which may sit inside /tmp or
-        # inside a hidden folder (the run's native/ records under the archive).
-        for path in _existing(hidden):
+        for path in seen.covered:
             out += ["--tmpfs", str(path)]
-        binds = list(_existing(writable))
-        if self._bridge is not None:
-            binds.append(self._bridge.dir)
         # The confined process runs under a small wrapper that records its raw exit status
         # (bwrap reports a signal death as 128+N, indistinguishable from an exit code).
         if network == "none":
@@ -204,9 +212,10 @@ class BwrapSandbox(Sandbox):
             argv = self._tunnel(list(argv), forward, self._run_dir(), status=self._status_file(self._run_dir()))
         else:
             argv = self._with_status(list(argv), self._run_dir())
-        binds.append(self._run_dir())
-        for path in sorted(set(binds), key=lambda p: len(p.parts)):
+        for path in sorted(seen.writable, key=lambda p: len(p.parts)):
             out += ["--bind", str(path), str(path)]
+        # The root tmpfs only holds the mount points: nothing may be written beside them.
+        out += ["--remount-ro", "/"]
         # env is inherited from bwrap's own environment (run_process passes it to Popen).
         out += ["--chdir", str(Path(cwd).resolve()), "--"]
         return out + list(argv)
@@ -235,13 +244,21 @@ class BwrapSandbox(Sandbox):
             self._helper_dir = None
 
 
-def _existing(paths: Sequence[Path]) -> Iterator[Path]:
-    seen: set[Path] = set()
-    for p in paths:
-        r = Path(p).resolve()
-        if r.exists() and r not in seen and r != Path("/"):
-            seen.add(r)
-            yield r
+def _system_args() -> list[str]:
+    """bwrap arguments mounting the host's system folders and ``/etc`` entries of the
+    policy (:data:`~apparatus.sandbox.policy.SYSTEM_PATHS`, ``ETC_ENTRIES``) read-only."""
+    out: list[str] = []
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():  # merged /usr: /bin -> usr/bin stays a symlink
+            out += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            out += ["--ro-bind", name, name]
+    out += ["--dir", "/etc"]
+    for entry in ETC_ENTRIES:
+        # -try: an entry missing here (or a dangling link) is skipped, not an error.
+        out += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    return out
 
 
 # Imported here, not at the top: the docker module subclasses Sandbox defined above, and

@@ -1,8 +1,11 @@
 """What a confined harness executes, kept visible (read-only) under every sandbox backend.
 
-A sandbox hides the run's private files, but the code the harness runs must stay
-reachable: this checkout (the reference harness, the relay module, the pinned CLIs),
-``$TT_TOOLS_DIR``, the Python installation — and the code of every *third-party*
+A sandbox shows a confined process nothing of the host but what it runs
+(:mod:`apparatus.sandbox.policy`), and the code the harness runs must stay reachable: the
+*code packages* of this checkout (:data:`CHECKOUT_PACKAGES`: the reference harness, the
+relay module — never the task packs, outputs, tests or ``.git`` beside them, nor the data
+inside a package, :data:`CHECKOUT_DATA`), the pinned CLIs (``.tt-tools/`` or
+``$TT_TOOLS_DIR``), the Python installation — and the code of every *third-party*
 harness, a distribution registering an adapter in the :data:`HARNESS_ENTRY_POINTS`
 group. Such a distribution may live anywhere (an editable install from a temp folder is
 the usual case while developing one), so its folders are found from its installed
@@ -14,30 +17,49 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from importlib.metadata import Distribution, entry_points
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-__all__ = ["HARNESS_ENTRY_POINTS", "code_paths", "harness_code_paths"]
+__all__ = ["CHECKOUT_DATA", "CHECKOUT_PACKAGES", "HARNESS_ENTRY_POINTS", "checkout_root", "code_data_paths",
+           "code_paths", "harness_code_paths"]
 
 #: The entry-point group through which a distribution registers a harness adapter
 #: (``name = "package.module:AdapterClass"``); read by :mod:`harnesses.registry` too.
 HARNESS_ENTRY_POINTS = "tracetrial.harnesses"
+#: The checkout's top-level code packages (``pyproject.toml``'s package list): all a
+#: confined process sees of the checkout. ``tasks/``, ``outputs/``, ``tests/``, ``.git``
+#: and everything else at the top stay out of every sandbox.
+CHECKOUT_PACKAGES = ("tracetrial", "apparatus", "harnesses", "criteria", "reports", "ci", "tracetrial_fixtures",
+                     "tracetrial_cli")
+#: Data inside a code package, covered in every sandbox: the committed gate baselines.
+CHECKOUT_DATA = ("ci/baselines",)
+
+
+def checkout_root() -> Path:
+    """The checkout this code runs from."""
+    import tracetrial
+
+    return Path(tracetrial.__file__).resolve().parents[1]
+
+
+def code_data_paths() -> list[Path]:
+    """The data folders inside the checkout's code packages (:data:`CHECKOUT_DATA`) that exist."""
+    root = checkout_root()
+    return [root / rel for rel in CHECKOUT_DATA if (root / rel).exists()]
 
 
 def code_paths() -> list[Path]:
-    """Every folder a confined harness executes from, shortest first: this checkout,
-    the Python installation, ``$TT_TOOLS_DIR`` and each third-party harness's code
+    """Every folder a confined harness executes from, shortest first: the checkout's code
+    packages, the pinned CLIs, the Python installation and each third-party harness's code
     (:func:`harness_code_paths`), the last only where no other folder already holds it."""
-    import tracetrial
+    from apparatus.tools import tools_dir
 
-    paths = {Path(tracetrial.__file__).resolve().parents[1], Path(sys.prefix).resolve(),
-             Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    tools = os.environ.get("TT_TOOLS_DIR")
-    if tools:
-        paths.add(Path(tools).resolve())
+    root = checkout_root()
+    paths = {root / name for name in CHECKOUT_PACKAGES}
+    paths |= {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent,
+              tools_dir().resolve()}
     base = {p for p in paths if p.exists() and p != Path("/")}
     # A harness folder inside another listed folder (a harness installed into the Python
     # installation, a package inside its editable project) is already visible; binding it

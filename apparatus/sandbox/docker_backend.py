@@ -11,14 +11,15 @@ Inside a container:
 
 * the pinned harness CLIs come from the image (:data:`~apparatus.sandbox.images.IMAGE_TOOLS_DIR`;
   the host's install path in argv and environment is rewritten to it, and hidden);
-* the run's scratch (workspace, HOME) and ``native/`` folder are bind-mounted read-write
-  **at their host paths**, so native records name the same paths under every backend and
-  the normalizers need no per-backend translation; ``/workspace`` is the same workspace,
-  for people poking around in a container;
-* the benchmark's own code (this checkout, the Python runtime) and every third-party
-  harness's (:func:`~apparatus.sandbox.code.code_paths`) is mounted read-only (the reference
-  harness and the simulator relay run from it); the archive and the task packs are covered
-  by empty tmpfs mounts;
+* what of the host is mounted follows the one policy of both confining backends
+  (:mod:`apparatus.sandbox.policy`): the run's scratch (workspace, HOME) read-write **at
+  its host path**, so native records name the same paths under every backend and the
+  normalizers need no per-backend translation (``/workspace`` is the same workspace, for
+  people poking around in a container); the benchmark's own code (the checkout's code
+  packages, the Python runtime) and every third-party harness's
+  (:func:`~apparatus.sandbox.code.code_paths`) read-only — and nothing else: no task
+  pack, archive, host ``/tmp`` or docker socket is mounted, and the archive's
+  ``native/`` folder is written by the apparatus after the process ends;
 * network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
   network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`);
 * the task's resource limits (memory, CPUs, processes) as cgroup limits;
@@ -43,10 +44,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from apparatus.sandbox import Sandbox, _existing
+from apparatus.sandbox import Sandbox
 from apparatus.sandbox.code import code_paths
 from apparatus.sandbox.docker_run import BOOT, CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
 from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
+from apparatus.sandbox.policy import exposure
 from apparatus.tools import tools_dir
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
@@ -145,24 +147,24 @@ class DockerSandbox(Sandbox):
         assert self.images is not None
         argv = [self._image_path(a) for a in argv]
         env = {k: self._image_path(v) for k, v in env.items()}
-        code = [p for p in code_paths() if p != self._tools]
-        binds = [Bind(source=str(p), target=str(p), read_only=True) for p in code]
-        rw = list(_existing(writable))
-        if self._bridge is not None:
-            rw.append(self._bridge.dir)
         (self._private / "status").mkdir(exist_ok=True)
-        rw.append(self._private / "status")
+        extra = [self._private / "status"] + ([self._bridge.dir] if self._bridge is not None else [])
         if network == "none" and forward:
-            rw.append(self._private / "net")
-        binds += [Bind(source=str(p), target=str(p), read_only=False) for p in rw]
+            (self._private / "net").mkdir(exist_ok=True)
+            extra.append(self._private / "net")
+        # The same policy as bwrap (apparatus.sandbox.policy); the image stands in for the
+        # host's system folders, and its copy of the CLIs for the host's install.
+        seen = exposure([*writable, *extra], hidden, code=[p for p in code_paths() if p != self._tools])
+        binds = [Bind(source=str(p), target=str(p), read_only=True) for p in seen.code]
+        binds += [Bind(source=str(p), target=str(p), read_only=False) for p in seen.writable]
         workspace = Path(cwd).resolve()
-        if workspace.name == "workspace" and any(workspace.is_relative_to(p) for p in rw):
+        if workspace.name == "workspace" and any(workspace.is_relative_to(p) for p in seen.writable):
             binds.append(Bind(source=str(workspace), target="/workspace", read_only=False))
-        # Hidden paths only need covering where a mount would show them; the host install
-        # of the CLIs is hidden so the image's copy is the one that runs.
+        # The host install of the CLIs is covered where a mount would show it, so the
+        # image's copy is the one that runs.
         mounted = [Path(b.target) for b in binds]
-        covered = [p for p in [*_existing(hidden), self._tools]
-                   if any(p.is_relative_to(m) for m in mounted) and not any(p == Path(b.target) for b in binds)]
+        covered = [*seen.covered, *[p for p in [self._tools] if any(p.is_relative_to(m) for m in mounted)
+                                    and p not in mounted]]
         name = f"tt-{self.cell}-{next(self._counter)}"
         status_dir = self._private / "status"
         if network == "none":

@@ -1,8 +1,10 @@
 """Adapter of the reference harness (``reference`` and ``reference+<defect>``).
 
 One turn is one ``python -m harnesses.reference`` process (``stdin`` closed,
-wall clock enforced by :func:`harnesses.runner.run_process`). Files in the
-run's ``native/`` folder::
+wall clock enforced by :func:`harnesses.runner.run_process`). The process writes its
+event log and session files in its scratch (``$HOME/.tt-reference/native/``: the
+archive is never writable from inside a sandbox); they are copied into the run's
+``native/`` folder when each turn's process has ended. Files in ``native/``::
 
     reference-events.jsonl     the native event log (all turns, all principals)
     sessions/<id>.json         session files (history as sent to the model)
@@ -24,6 +26,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from apparatus.sandbox.policy import collect_records
 from harnesses.base import (
     HarnessAdapter,
     HarnessCapabilities,
@@ -39,6 +42,8 @@ from harnesses.runner import clean_env, run_process
 from tracetrial.archive import RunPaths
 
 _SRC = Path(__file__).resolve().parent
+#: What the harness process writes in :meth:`ReferenceAdapter.records` (all that is archived of it).
+RECORDS = (LOG_NAME, "sessions")
 #: Seconds the CLI keeps in hand before the runner's wall clock, to write its completion record.
 DEADLINE_MARGIN_S = 5.0
 
@@ -85,8 +90,14 @@ class ReferenceAdapter(HarnessAdapter):
         self._sessions[ctx.run_id] = new_id
         return args
 
+    @staticmethod
+    def records(ctx: RunContext) -> Path:
+        """Where the harness process writes its native records (in its scratch); copied
+        into ``native/`` after each turn (:meth:`collect`)."""
+        return ctx.home / ".tt-reference" / "native"
+
     def _model_calls_used(self, ctx: RunContext) -> int:
-        log = ctx.paths.native / LOG_NAME
+        log = self.records(ctx) / LOG_NAME
         if not log.is_file():
             return 0
         return sum(1 for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -97,11 +108,13 @@ class ReferenceAdapter(HarnessAdapter):
         native.mkdir(parents=True, exist_ok=True)
         conf = ctx.home / ".tt-reference"
         conf.mkdir(parents=True, exist_ok=True)
+        records = self.records(ctx)
+        records.mkdir(parents=True, exist_ok=True)
         prompt = conf / f"prompt-{turn.index}.txt"
         prompt.write_text(turn.user_text, encoding="utf-8")
         argv = [sys.executable, "-m", "harnesses.reference", "--base-url", ctx.gateway_base_url,
-                "--model", ctx.model, "--workspace", str(ctx.workspace), "--log", str(native / LOG_NAME),
-                "--session-dir", str(native / "sessions"), "--turn", str(turn.index),
+                "--model", ctx.model, "--workspace", str(ctx.workspace), "--log", str(records / LOG_NAME),
+                "--session-dir", str(records / "sessions"), "--turn", str(turn.index),
                 "--prompt-file", str(prompt),
                 "--deadline-s", f"{max(turn.deadline_s - DEADLINE_MARGIN_S, 1.0):.1f}",
                 *self._session_args(ctx, turn)]
@@ -125,12 +138,15 @@ class ReferenceAdapter(HarnessAdapter):
                         home=ctx.home)
         stdout, stderr = native / f"turn-{turn.index}.stdout", native / f"turn-{turn.index}.stderr"
         out = run_process(argv, env=env, cwd=ctx.workspace, stdout=stdout, stderr=stderr, timeout_s=turn.deadline_s)
+        collect_records(records, native, only=RECORDS)  # the process (and its group) has ended
         return TurnOutcome(index=turn.index, exit_code=out.exit_code, timed_out=out.timed_out,
                            duration_s=out.duration_s, stdout=stdout, stderr=stderr,
                            session_id=self._sessions.get(ctx.run_id), error=out.error)
 
     def collect(self, ctx: RunContext) -> list[Path]:
-        """Everything is written straight into ``native/``; list it."""
+        """The records of the harness process (copied after every turn; once more here) and
+        the turn streams the runner wrote straight into ``native/``; list them."""
+        collect_records(self.records(ctx), ctx.paths.native, only=RECORDS)
         return sorted(p for p in ctx.paths.native.rglob("*") if p.is_file())
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:

@@ -283,7 +283,11 @@ def test_harness_cli_comes_from_the_image(cell):
                       f"B='{host[half:]}'; ls \"$A$B\" 2>&1 | head -3; echo ARG:{host}/x")
     assert res.exit_code == 0
     assert "claude" in out.split("HOST:")[0].split()
-    assert out.split("HOST:")[1].split("ARG:")[0].split() == []  # an empty tmpfs
+    # The host's install is not in the container: not mounted at all (the policy mounts the
+    # checkout's code packages only), or covered by an empty tmpfs where a mount would show it.
+    host_listing = out.split("HOST:")[1].split("ARG:")[0]
+    assert host_listing.split() == [] or "No such file or directory" in host_listing, host_listing
+    assert "node_modules" not in host_listing
     assert f"ARG:{IMAGE_TOOLS_DIR}/x" in out  # argv naming the host install is rewritten
 
 
@@ -384,11 +388,102 @@ def test_bwrap_unavailable_reason():
 
 
 def test_bwrap_keeps_this_checkout_visible_even_under_tmp() -> None:
-    """A checkout cloned into /tmp must stay runnable inside the private /tmp (regression)."""
+    """A checkout cloned into /tmp must stay runnable inside the private /tmp (regression):
+    each of its code packages is bound read-only after the /tmp tmpfs."""
     from apparatus.sandbox import BwrapSandbox
+    from apparatus.sandbox.code import CHECKOUT_PACKAGES
 
-    argv = BwrapSandbox().wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[])
-    repo = str(Path(__file__).resolve().parents[2])
+    box = BwrapSandbox()
+    try:
+        argv = box.wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[])
+    finally:
+        box.cleanup()
+    repo = Path(__file__).resolve().parents[2]
     tmpfs_at = argv.index("/tmp")
     assert "--ro-bind" in argv[tmpfs_at:]
-    assert repo in argv[tmpfs_at:] and argv[argv.index(repo, tmpfs_at) - 1] == "--ro-bind"
+    for name in CHECKOUT_PACKAGES:
+        package = str(repo / name)
+        assert package in argv[tmpfs_at:] and argv[argv.index(package, tmpfs_at) - 1] == "--ro-bind"
+
+
+def test_the_bwrap_root_is_an_allow_list() -> None:
+    """Nothing of the host is mounted wholesale: no ``/`` bind, no checkout root, no
+    ``/run``, ``/var``, ``/home``, ``/root`` or host ``/tmp`` (issue 17)."""
+    box = BwrapSandbox(binary="bwrap")
+    try:
+        argv = box.wrap(["true"], cwd=Path("/"), env={}, writable=[], hidden=[])
+    finally:
+        box.cleanup()
+    mounted = {argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind", "--ro-bind-try")}
+    repo = str(Path(__file__).resolve().parents[2])
+    for forbidden in ("/", "/run", "/var", "/var/run", "/home", "/root", "/tmp", "/etc", repo, f"{repo}/tasks"):
+        assert forbidden not in mounted, forbidden
+    assert not any(m.startswith(("/run/", "/var/", "/home/", "/etc/shadow")) for m in mounted), mounted
+
+
+def test_bwrap_probe_leaves_no_temp_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``available()`` wraps a probe command; its helper folder goes with it (issue 17)."""
+    import tempfile
+
+    from apparatus import sandbox
+
+    monkeypatch.setattr(sandbox, "_BWRAP_PROBE", {})
+    root = Path(tempfile.gettempdir())
+    before = set(root.glob("tt-run-*"))
+    BwrapSandbox().available()
+    assert set(root.glob("tt-run-*")) - before == set()
+
+
+def test_only_the_policy_is_visible(cell, tmp_path: Path) -> None:
+    """bwrap and docker show the same host: the checkout's code packages (no task pack, no
+    committed baseline, no .git), no host socket, no host /tmp, no other home (issue 17)."""
+    box, run, *_ = cell
+    if box.name == "local":
+        pytest.skip("local isolates nothing (README, Sandboxes)")
+    from apparatus.sandbox.code import CHECKOUT_PACKAGES
+
+    repo = Path(__file__).resolve().parents[2]
+    host_tmp = Path("/tmp") / f"tt-host-canary-{os.getpid()}"
+    host_tmp.write_text("HOST-TMP-CANARY")
+    try:
+        res, out, err = run(
+            f"echo REPO: $(ls -A {repo}); echo TASKS: $(ls {repo}/tasks 2>&1 | head -1);"
+            f" echo BASELINES: $(ls -A {repo}/ci/baselines); echo TMP: $(cat {host_tmp} 2>&1);"
+            " echo RUN: $(ls -A /run /var/run 2>&1); echo SOCK: $(ls /var/run/docker.sock /run/docker.sock 2>&1);"
+            " echo HOME: $(ls -A /home 2>&1)")
+    finally:
+        host_tmp.unlink()
+    assert res.exit_code == 0, err
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    assert set(fields["REPO"].split()) <= {*CHECKOUT_PACKAGES, ".tt-tools"}, fields["REPO"]
+    assert {"tracetrial", "harnesses", "apparatus"} <= set(fields["REPO"].split())
+    assert "E1-build-status-001" not in fields["TASKS"] and "No such file" in fields["TASKS"]
+    assert fields["BASELINES"].split() == []
+    assert "HOST-TMP-CANARY" not in fields["TMP"]
+    assert "docker.sock" not in fields["RUN"] and "containerd" not in fields["RUN"]
+    assert fields["SOCK"].count("No such file") == 2
+    assert "HOME" in fields
+
+
+def test_collect_records_copies_regular_files_only(tmp_path: Path) -> None:
+    """What a confined process leaves in its scratch reaches the archive only as regular
+    files under the harness's record names: a symlink to a host file is never followed."""
+    from apparatus.sandbox.policy import collect_records
+
+    src, dest = tmp_path / "scratch", tmp_path / "native"
+    (src / "sessions").mkdir(parents=True)
+    (src / "log.jsonl").write_text("log\n")
+    (src / "sessions" / "s.json").write_text("{}")
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOST SECRET")
+    (src / "sessions" / "leak.json").symlink_to(secret)
+    (src / "linked").symlink_to(tmp_path)
+    (src / "turn-1.stdout").write_text("forged stream")
+    os.mkfifo(src / "sessions" / "pipe")
+    copied = collect_records(src, dest, only=("log.jsonl", "sessions"))
+    assert sorted(p.relative_to(dest).as_posix() for p in copied) == ["log.jsonl", "sessions/s.json"]
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == \
+        ["log.jsonl", "sessions/s.json"]
+    everything = collect_records(src, tmp_path / "all")
+    assert "HOST SECRET" not in "".join(p.read_text() for p in everything)
+    assert sorted(p.name for p in everything) == ["log.jsonl", "s.json", "turn-1.stdout"]

@@ -109,6 +109,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from apparatus.sandbox.policy import collect_records
 from harnesses.base import HarnessAdapter, HarnessCapabilities, TurnOutcome
 from harnesses.reference.normalize import LOG_NAME, normalize_run
 from harnesses.runner import clean_env, run_process
@@ -130,11 +131,15 @@ class AcmeAdapter(HarnessAdapter):
     def run_turn(self, ctx, turn):
         native = ctx.paths.native
         native.mkdir(parents=True, exist_ok=True)
+        # The process writes its records in its scratch (the archive is not writable inside
+        # a sandbox); they are copied into native/ once it has ended.
+        records = ctx.home / "records"
+        records.mkdir(parents=True, exist_ok=True)
         prompt = ctx.home / f"prompt-{turn.index}.txt"
         prompt.write_text(turn.user_text, encoding="utf-8")
         argv = [sys.executable, str(AGENT), "--base-url", ctx.gateway_base_url, "--model", ctx.model,
-                "--workspace", str(ctx.workspace), "--log", str(native / LOG_NAME),
-                "--session-dir", str(native / "sessions"), "--turn", str(turn.index), "--prompt-file", str(prompt),
+                "--workspace", str(ctx.workspace), "--log", str(records / LOG_NAME),
+                "--session-dir", str(records / "sessions"), "--turn", str(turn.index), "--prompt-file", str(prompt),
                 "--deadline-s", f"{max(turn.deadline_s - 5.0, 1.0):.1f}", "--new-session",
                 "--session-id", f"s-{uuid.uuid4().hex[:12]}",
                 "--max-model-calls", str(ctx.task.spec.budgets.max_model_calls)]
@@ -145,6 +150,7 @@ class AcmeAdapter(HarnessAdapter):
                            duration_s=out.duration_s, stdout=stdout, stderr=stderr, error=out.error)
 
     def collect(self, ctx):
+        collect_records(ctx.home / "records", ctx.paths.native)
         return sorted(p for p in ctx.paths.native.rglob("*") if p.is_file())
 
     def normalize(self, paths, outcomes, run_id):
