@@ -4,12 +4,16 @@ turn outcomes and the gateway's provider-boundary records (pure).
 Apparatus evidence keeps its real source (SPEC §7 rule 8): gateway-derived
 events carry ``source="gateway"``, runner events ``source="runner"``; none is
 turned into a native harness event.
+
+Support events carry the times the apparatus observed: a turn's start (and its session
+boundary) the turn's recorded ``started_at``, its end that start plus the recorded duration
+(``result.json`` ``turns``); the run's start and end frame the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +98,15 @@ def gateway_events(records: Sequence[dict[str, Any]], *, run_id: str, at: dateti
     return out
 
 
+def turn_times(outcome: TurnOutcome, started: datetime, finished: datetime) -> tuple[datetime, datetime]:
+    """When the apparatus saw a turn start and end: its recorded start and start + duration
+    (the run's start and end when the turn has no recorded start), in UTC."""
+    if outcome.started_at is None:
+        return started, finished
+    start = outcome.started_at.astimezone(UTC)
+    return start, start + timedelta(seconds=max(0.0, outcome.duration_s))
+
+
 def assemble(
     *,
     run_id: str,
@@ -125,18 +138,19 @@ def assemble(
         by_turn.setdefault(ev.conversation_turn, []).append(ev)
     for outcome in outcomes:
         turn = turns[outcome.index - 1]
+        turn_start, turn_end = turn_times(outcome, started, finished)
         if turn.session_boundary is not None:
             b = turn.session_boundary
             events.append(SessionBoundaryEvent(
-                seq=1, timestamp=started, run_id=run_id, source="runner",
+                seq=1, timestamp=turn_start, run_id=run_id, source="runner",
                 conversation_turn=outcome.index, kind=b.kind,
                 history_replayed=b.history_replayed, workspace_preserved=b.workspace_preserved,
             ))
-        events.append(ConversationTurnStartedEvent(seq=1, timestamp=started, run_id=run_id, source="runner",
+        events.append(ConversationTurnStartedEvent(seq=1, timestamp=turn_start, run_id=run_id, source="runner",
                                                    conversation_turn=outcome.index, user_text=turn.user))
         events.extend(by_turn.pop(outcome.index, []))
         status = "timed_out" if outcome.timed_out else ("ok" if outcome.exit_code == 0 else "error")
-        events.append(ConversationTurnFinishedEvent(seq=1, timestamp=finished, run_id=run_id, source="runner",
+        events.append(ConversationTurnFinishedEvent(seq=1, timestamp=turn_end, run_id=run_id, source="runner",
                                                     conversation_turn=outcome.index,
                                                     exit_code=outcome.exit_code, status=status))
     # Events the normalizer could not place in a turn stay visible, after the turns.

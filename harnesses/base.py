@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from apparatus.sandbox import LocalSandbox, Sandbox
+from harnesses.accounting import RecordAccounting
 from tracetrial.archive import RunPaths
 from tracetrial.harness import HarnessCapabilities, McpServer, WireFormat
 from tracetrial.task import SessionBoundary, TaskPack
@@ -101,6 +102,8 @@ class NormalizedTrace:
     structured_trace_status: StructuredTraceStatus
     trace_complete: bool
     notes: list[str] = field(default_factory=list)
+    #: What became of every native record the normalizer read (issue 18).
+    accounting: RecordAccounting | None = None
 
 
 class HarnessAdapter(ABC):

@@ -1,24 +1,40 @@
 """Shared pieces of the harness normalizers (pure, read-only): reading archived native
 records, the turn files, and the Trace IR logic every normalizer applies the same way —
 the turn-scoped call ids and the call/result join (SPEC §7 rules 2 and 3), the stderr and
-unparseable-line events, the assistant content blocks and the trace status."""
+unparseable-line events, the assistant content blocks, the record accounting and the trace
+status.
+
+Record accounting (issue 18): every native record a normalizer reads is registered in the
+builder's ledger and ends with one disposition — ``mapped`` (it produced events),
+``kept`` (it produced only ``native_event``/``raw_stdout`` events), ``folded`` (it was folded
+into another record's event, which lists it in ``source_records``), ``context`` (it carries
+nothing a trace event would add — e.g. a copy of a record of another source — and the
+normalizer names why) or ``unaccounted``. An unaccounted record, or a record of a type the
+normalizer does not know, turns the status ``partial`` with a ``native_diagnostic`` naming
+the record (source, file, position, type); :class:`RecordAccounting` is returned with the
+trace.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harnesses.accounting import AccountedRecord, Disposition, RecordAccounting
 from harnesses.base import NormalizedTrace
 from tracetrial.trace import (
     AssistantMessageEvent,
     EventBase,
+    NativeDiagnosticEvent,
     NativeEvent,
     RawStderrEvent,
     RawStdoutEvent,
+    SourceRecordRef,
     StructuredTraceStatus,
     ToolCall,
     ToolEvent,
@@ -70,13 +86,17 @@ class NativeLine:
     text: str
     data: dict[str, Any] | None
     error: str | None
+    #: The file's name (the accounting key together with ``no``).
+    file: str = ""
 
 
-def read_jsonl(path: Path | None) -> Iterator[NativeLine]:
+def read_jsonl(path: Path | None, name: str | None = None) -> Iterator[NativeLine]:
     """Lines of a JSONL file; a line that is not a JSON object carries ``error`` (rule 6:
-    malformed records stay visible, they never abort normalization)."""
+    malformed records stay visible, they never abort normalization). ``name`` is the file's
+    name in the accounting (default: the file name)."""
     if path is None or not path.is_file():
         return
+    file = name or path.name
     raw = path.read_bytes().decode("utf-8", errors="replace")
     for no, text in enumerate(raw.splitlines(), start=1):
         if not text.strip():
@@ -84,12 +104,12 @@ def read_jsonl(path: Path | None) -> Iterator[NativeLine]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            yield NativeLine(no, text, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            yield NativeLine(no, text, None, f"invalid JSON: {exc.msg} at column {exc.colno}", file)
             continue
         if not isinstance(data, dict):
-            yield NativeLine(no, text, None, f"not a JSON object ({type(data).__name__})")
+            yield NativeLine(no, text, None, f"not a JSON object ({type(data).__name__})", file)
             continue
-        yield NativeLine(no, text, data, None)
+        yield NativeLine(no, text, data, None, file)
 
 
 @dataclass(frozen=True)
@@ -145,6 +165,116 @@ def message_events(env: dict[str, Any], blocks: list[Any], *, tool_block: str, r
     return out
 
 
+# ------------------------------------------------------------------------------ accounting
+
+@dataclass
+class _Entry:
+    source: str
+    file: str
+    seq: int
+    type: str
+    turn: int | None
+    events: list[EventBase] = field(default_factory=list)
+    folded_into: EventBase | None = None
+    context: str | None = None
+    unknown: bool = False
+
+
+@dataclass
+class Ledger:
+    """The record accounting of one normalization (see the module docstring). Records are
+    registered (:meth:`expect`) when read and claimed while they are handled
+    (:meth:`handling`): the events appended to ``events`` meanwhile are theirs."""
+
+    entries: dict[tuple[str, int], _Entry] = field(default_factory=dict)
+    stack: list[_Entry] = field(default_factory=list)
+    claimed: set[int] = field(default_factory=set)
+
+    def expect(self, *, source: str, file: str, seq: int, type: str, turn: int | None = None) -> None:
+        """Register a record that must end with a disposition."""
+        self.entries.setdefault((file, seq), _Entry(source, file, seq, type, turn))
+
+    @contextmanager
+    def handling(self, events: list[EventBase], *, source: str, file: str, seq: int, type: str,
+                 turn: int | None) -> Iterator[None]:
+        """Claim the events appended to ``events`` in the block for this record (an inner
+        record handled inside the block keeps its own)."""
+        entry = self.entries.setdefault((file, seq), _Entry(source, file, seq, type, turn))
+        entry.turn = turn
+        before = len(events)
+        self.stack.append(entry)
+        try:
+            yield
+        finally:
+            self.stack.pop()
+            for ev in events[before:]:
+                if id(ev) not in self.claimed:
+                    self.claimed.add(id(ev))
+                    entry.events.append(ev)
+
+    @property
+    def current(self) -> _Entry | None:
+        return self.stack[-1] if self.stack else None
+
+    def fold(self, into: EventBase) -> None:
+        """The record being handled is folded into ``into``, which lists it."""
+        entry = self.current
+        if entry is None:
+            return
+        entry.folded_into = into
+        ref = SourceRecordRef(source=entry.source, file=entry.file, seq=entry.seq)
+        into.source_records = [*(into.source_records or []), ref]
+
+    def fold_record(self, into: EventBase, file: str, seq: int) -> None:
+        """An earlier record (``file``, ``seq``) is folded into ``into``, which lists it."""
+        entry = self.entries.get((file, seq))
+        if entry is None:
+            return
+        entry.folded_into = into
+        ref = SourceRecordRef(source=entry.source, file=entry.file, seq=entry.seq)
+        into.source_records = [*(into.source_records or []), ref]
+
+    def context(self, reason: str) -> None:
+        """The record being handled produces no event, for the reason given."""
+        if self.current is not None:
+            self.current.context = reason
+
+    def unknown(self) -> None:
+        """The record being handled is of a type the normalizer does not know."""
+        if self.current is not None:
+            self.current.unknown = True
+
+    def settle(self, events: list[EventBase]) -> RecordAccounting:
+        """The accounting over the final event list."""
+        pos = {id(e): i for i, e in enumerate(events)}
+        out: list[AccountedRecord] = []
+        for e in self.entries.values():
+            produced = [pos[id(ev)] for ev in e.events if id(ev) in pos]
+            folded = pos.get(id(e.folded_into)) if e.folded_into is not None else None
+            disposition: Disposition
+            reason = None
+            if produced:
+                kept = all(isinstance(events[i], (NativeEvent, RawStdoutEvent)) for i in produced)
+                disposition = "kept" if kept else "mapped"
+            elif folded is not None:
+                disposition = "folded"
+            elif e.context is not None:
+                disposition, reason = "context", e.context
+            else:
+                disposition, reason = "unaccounted", "no event represents it"
+            out.append(AccountedRecord(source=e.source, file=e.file, seq=e.seq, type=e.type, turn=e.turn,
+                                       disposition=disposition, events=produced, folded_into=folded,
+                                       reason=reason, unknown_type=e.unknown))
+        return RecordAccounting(records=out)
+
+
+def record_type(data: dict[str, Any]) -> str:
+    """A record's native ``type`` (``type/subtype`` when it has a subtype), for the accounting."""
+    kind = data.get("type")
+    sub = data.get("subtype")
+    return f"{kind}/{sub}" if isinstance(sub, str) else str(kind)
+
+
 @dataclass
 class TraceBuilder:
     """The state every normalizer builds a trace with: events in native order, notes, the
@@ -154,7 +284,9 @@ class TraceBuilder:
     the same archive always normalizes to the same events. ``scoped`` are the native call
     ids that occur in more than one turn (:func:`repeated_ids`): their trace ids are
     turn-scoped (``<id>#t<n>``, a child principal's ``<id>#t<n>:<principal>``) and the
-    native id is kept as ``native_tool_call_id``.
+    native id is kept as ``native_tool_call_id``. ``ledger`` is the record accounting: a
+    record is handled inside :meth:`handling` (or :meth:`records`), a result joined by
+    :meth:`answered` is folded into its call's event, and :meth:`trace` settles it.
     """
 
     run_id: str
@@ -168,6 +300,7 @@ class TraceBuilder:
     parsed_any: bool = False
     #: Turns whose native records have no final record.
     unfinished: list[int] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
 
     def degrade(self, note: str) -> None:
         """Record why the trace is only ``partial``."""
@@ -178,6 +311,35 @@ class TraceBuilder:
         """A turn whose records stop before its final record: the trace is not complete."""
         self.unfinished.append(turn)
         self.degrade(note)
+
+    def handling(self, *, source: str, file: str, seq: int, type: str, turn: int | None) -> Any:
+        """Context in which one native record is handled (:meth:`Ledger.handling`)."""
+        return self.ledger.handling(self.events, source=source, file=file, seq=seq, type=type, turn=turn)
+
+    def line_handling(self, line: NativeLine, *, source: str, turn: int | None,
+                      kind: Callable[[dict[str, Any]], str] = record_type) -> Any:
+        """:meth:`handling` for one JSONL line (its type read by ``kind``)."""
+        return self.handling(source=source, file=line.file, seq=line.no, turn=turn,
+                             type=kind(line.data) if line.data is not None else "unparseable")
+
+    def expect(self, line: NativeLine, *, source: str, turn: int | None = None,
+               kind: Callable[[dict[str, Any]], str] = record_type) -> None:
+        """Register a JSONL line that must end with a disposition (:meth:`Ledger.expect`)."""
+        self.ledger.expect(source=source, file=line.file, seq=line.no, turn=turn,
+                           type=kind(line.data) if line.data is not None else "unparseable")
+
+    def unknown_record(self, event: EventBase) -> None:
+        """A record of a type the normalizer does not know: kept as ``event`` (a
+        ``native_event``); the accounting flags it and the trace becomes ``partial``."""
+        self.ledger.unknown()
+        self.events.append(event)
+
+    def diagnostic(self, kind: str, detail: Any, *, turn: int | None, note: str) -> None:
+        """A normalizer's own finding (an unmatched segment, a join a native source does not
+        allow): a ``native_diagnostic`` of type ``kind``, and the trace degrades."""
+        self.degrade(note)
+        self.events.append(NativeDiagnosticEvent(**self.base(source="normalizer", conversation_turn=turn),
+                                                 diagnostic_type=kind, detail=detail))
 
     def base(self, **fields: Any) -> dict[str, Any]:
         """An event envelope: position 1 (renumbered later), ``at``, the run id, ``fields``."""
@@ -202,8 +364,12 @@ class TraceBuilder:
         return event
 
     def find(self, native: Any, turn: int | None, principal: str = MAIN) -> ToolEvent | None:
-        """The call with native id ``native`` in ``turn``, if there is one."""
-        return self.calls.get((principal, self.trace_id(native, turn, principal))) if isinstance(native, str) else None
+        """The call with native id ``native`` in ``turn``, if there is one (a call of another
+        turn never answers: results join calls within their turn only)."""
+        if not isinstance(native, str):
+            return None
+        call = self.calls.get((principal, self.trace_id(native, turn, principal)))
+        return call if call is not None and call.conversation_turn == turn else None
 
     def answered(self, env: dict[str, Any], native: Any, turn: int | None, *, principal: str = MAIN,
                  unmatched: str = "tool_result_unmatched", missing: str = "no call with id") -> ToolEvent | None:
@@ -215,19 +381,22 @@ class TraceBuilder:
             self.events.append(NativeEvent(**env, native_event_type=unmatched,
                                            status=f"{missing} {native!r} in this turn"))
             return None
+        self.ledger.fold(call)
         return call
 
     # -- raw streams -------------------------------------------------------------------------
-    def records(self, lines: Iterable[NativeLine], *, source: str,
-                turn: int) -> Iterator[tuple[NativeLine, dict[str, Any]]]:
+    def records(self, lines: Iterable[NativeLine], *, source: str, turn: int,
+                kind: Callable[[dict[str, Any]], str] = record_type) -> Iterator[tuple[NativeLine, dict[str, Any]]]:
         """The lines of a turn's native stream that are records, with their data; the others
-        are kept verbatim as unparseable (rule 6), in stream order."""
+        are kept verbatim as unparseable (rule 6), in stream order. Each line is accounted:
+        what the caller appends while it holds a record is that record's."""
         for line in lines:
-            if line.data is None:
-                self.unparseable(line, source=source, turn=turn)
-            else:
-                self.parsed_any = True
-                yield line, line.data
+            with self.line_handling(line, source=source, turn=turn, kind=kind):
+                if line.data is None:
+                    self.unparseable(line, source=source, turn=turn)
+                else:
+                    self.parsed_any = True
+                    yield line, line.data
 
     def unparseable(self, line: NativeLine, *, source: str, turn: int) -> None:
         """A stdout line that is no record: kept verbatim with its parse error, and the trace
@@ -249,6 +418,12 @@ class TraceBuilder:
         """The normalized trace: ``unavailable`` (with the note ``nothing``) when no native
         record parsed, else ``partial`` or ``complete``; complete only when every turn
         finished."""
+        accounting = self.ledger.settle(self.events)
+        for r in accounting.problems():
+            kind = "unknown_record_type" if r.unknown_type else "unaccounted_record"
+            what = "of unknown type" if r.unknown_type else "represented by no event"
+            self.diagnostic(kind, {"source": r.source, "file": r.file, "seq": r.seq, "type": r.type, "turn": r.turn},
+                            turn=r.turn, note=f"{r.file} record {r.seq} ({r.type}) {what}")
         status: StructuredTraceStatus
         if not self.parsed_any:
             self.notes.append(nothing)
@@ -256,4 +431,5 @@ class TraceBuilder:
         else:
             status = "partial" if self.partial else "complete"
         return NormalizedTrace(events=self.events, structured_trace_status=status,
-                               trace_complete=self.parsed_any and not self.unfinished, notes=self.notes)
+                               trace_complete=self.parsed_any and not self.unfinished, notes=self.notes,
+                               accounting=accounting)

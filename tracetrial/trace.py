@@ -50,7 +50,17 @@ ENVELOPE_OPTIONAL = (
     "source_event_timestamp",
     "source_timestamp",
     "raw_event",
+    "source_records",
 )
+
+
+class SourceRecordRef(StrictModel):
+    """One native record an event was built from, beyond its own (``source`` /
+    ``source_event_seq``): e.g. the result record folded into a call's ``tool`` event."""
+
+    source: str = Field(description="The record's stream, as in the envelope's ``source``.")
+    file: str | None = Field(default=None, description="The archived file under native/ that holds it.")
+    seq: int = Field(description="Its 1-based position in that file (line or row).")
 
 
 def utc_now() -> datetime:
@@ -83,6 +93,11 @@ class EventBase(StrictModel):
     source_event_timestamp: str | None = None
     source_timestamp: str | None = None
     raw_event: Any = Field(default=None, description="The (redacted) native source record.")
+    source_records: list[SourceRecordRef] | None = Field(
+        default=None,
+        description="Further native records folded into this event (its own record is source / "
+        "source_event_seq), so that no record is represented by nothing.",
+    )
 
     @field_validator("timestamp")
     @classmethod

@@ -20,10 +20,26 @@ SPEC §7 rules as applied here:
    ``parse_error``, and the structured-trace status drops to ``partial``;
 7. ``exit_code``/``is_error``/``truncated``/``status`` are set only from structured native
    fields (``is_error``, ``tool_use_result``, ``tool_result_meta``), never from wording.
+
+Sub-agents and background tasks: a ``system`` ``task_*`` record is a sub-agent's only when its
+task type names an agent (``local_agent`` …); a background shell (``local_bash``, Bash
+``run_in_background``) is the parent's own process, so its records stay with the principal
+that issued the call (``native_event``), never a child principal. A sub-agent's own transcript
+(``transcripts/<session>/subagents/agent-<id>.jsonl``, its Agent call named by the
+``.meta.json`` ``toolUseId``) holds records the stream may not carry (e.g. its text-only final
+reply): those are emitted for the child principal, before the stdout record that closes the
+child (the Agent call's result or its ``task_notification``); the ones the stream carries too
+are accounted as such.
+
+Usage: the ``result`` record's ``modelUsage`` (per model, every call of the process, sub-agents
+included) when it states every count, else its ``usage`` (the main agent's calls only).
+
+Every stdout and sub-agent transcript record is accounted (:mod:`harnesses.native`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +48,15 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import MAIN, TraceBuilder, TurnFiles, read_jsonl, repeated_ids, seconds
+from harnesses.native import (
+    MAIN,
+    TraceBuilder,
+    TurnFiles,
+    read_jsonl,
+    record_type,
+    repeated_ids,
+    seconds,
+)
 from harnesses.native import NativeLine as _Line
 from harnesses.native import as_object as _obj
 from tracetrial.trace import (
@@ -51,6 +75,16 @@ from tracetrial.trace import (
 HARNESS = "claude_code"
 SRC_STDOUT = f"native:{HARNESS}/stdout"
 SRC_STDERR = f"native:{HARNESS}/stderr"
+SRC_SUBAGENT = f"native:{HARNESS}/subagent"
+#: Top-level stream-json record types of the CLI (the ones without a handler stay
+#: ``native_event``); any other type is unknown to this normalizer (trace ``partial``).
+KNOWN_TYPES = {"system", "assistant", "user", "result", "stream_event", "rate_limit_event", "tool_progress",
+               "auth_status", "tool_use_summary", "prompt_suggestion", "keep_alive"}
+#: Record types of a session/sub-agent transcript this normalizer knows.
+TRANSCRIPT_TYPES = {"user", "assistant", "attachment", "system", "summary", "progress", "file-history-snapshot",
+                    "queue-operation"}
+#: Task types of a sub-agent (a principal); other tasks (``local_bash`` …) are the parent's processes.
+AGENT_TASK_TYPES = {"local_agent", "remote_agent", "in_process_teammate"}
 
 
 # ----------------------------------------------------------------------------- transcripts
@@ -85,6 +119,49 @@ class _Transcripts:
         return out
 
 
+@dataclass
+class _Subagent:
+    """One sub-agent transcript: its file, agent id, the Agent call that started it, its lines."""
+
+    file: str
+    agent_id: str
+    call: str | None
+    lines: list[_Line]
+
+
+def _subagents(transcripts: Sequence[Path]) -> list[_Subagent]:
+    """The sub-agent transcripts next to the session transcripts (``<session>/subagents/``)."""
+    out: list[_Subagent] = []
+    for path in transcripts:
+        folder = path.with_suffix("") / "subagents"
+        for agent in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
+            meta_path = agent.with_suffix(".meta.json")
+            call = None
+            if meta_path.is_file():
+                try:
+                    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    meta = None
+                call = _obj(meta).get("toolUseId")
+            name = f"{path.stem}/subagents/{agent.name}"
+            out.append(_Subagent(name, agent.stem.removeprefix("agent-"), call if isinstance(call, str) else None,
+                                 list(read_jsonl(agent, name))))
+    return out
+
+
+def _stream_key(data: dict[str, Any]) -> str | None:
+    """What identifies an assistant/user record on both the stream and a transcript: the
+    message id with its content (one record per content block), or the answered call ids."""
+    msg = _obj(data.get("message"))
+    content = msg.get("content")
+    if data.get("type") == "assistant" and isinstance(msg.get("id"), str):
+        return f"assistant:{msg['id']}:{json.dumps(content, sort_keys=True)}"
+    if data.get("type") == "user" and isinstance(content, list):
+        ids = sorted(str(b.get("tool_use_id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
+        return f"user:{','.join(ids)}" if ids else None
+    return None
+
+
 def _message_text(message: Any) -> str | None:
     if not isinstance(message, dict):
         return None
@@ -100,17 +177,28 @@ def _message_text(message: Any) -> str | None:
 
 
 class _Normalizer(TraceBuilder):
-    def __init__(self, run_id: str, at: datetime, transcripts: _Transcripts, scoped: set[str]):
+    def __init__(self, run_id: str, at: datetime, transcripts: _Transcripts, scoped: set[str],
+                 subagents: list[_Subagent]):
         super().__init__(run_id, at, scoped)
         self.transcripts = transcripts
         self.principal_of_call: dict[str, str] = {}  # native call id -> principal that issued it
-        self.task_to_call: dict[str, str] = {}  # sub-agent task id -> Agent tool_use_id
+        self.call_turn: dict[str, int] = {}  # native call id -> turn it was issued in
+        self.task_to_call: dict[str, str] = {}  # task id -> the tool_use_id that started it
+        self.task_type: dict[str, str] = {}  # task id -> its native task_type
         self.notified: dict[str, int] = {}
+        self.subagents = subagents
+        #: Agent call id -> sub-agent transcript lines the stream does not carry (emitted when it closes).
+        self.pending: dict[str, list[tuple[_Subagent, _Line]]] = {}
+        self.child_source: tuple[str, str] | None = None  # (source, principal) while emitting a transcript record
 
     # -- envelope -----------------------------------------------------------------------
     def _env(self, turn: int, line: _Line, data: dict[str, Any], principal: str | None = None) -> dict[str, Any]:
         parent = data.get("parent_tool_use_id")
-        env = self.base(source=SRC_STDOUT, conversation_turn=turn, session_id=data.get("session_id"),
+        source = SRC_STDOUT
+        if self.child_source is not None:
+            source, principal = self.child_source
+        env = self.base(source=source, conversation_turn=turn,
+                        session_id=data.get("session_id", data.get("sessionId")),
                         source_event_seq=line.no, source_timestamp=data.get("timestamp"), raw_event=data)
         who = principal or (parent if isinstance(parent, str) and parent else MAIN)
         env["principal_id"] = who
@@ -119,26 +207,91 @@ class _Normalizer(TraceBuilder):
             env["parent_principal_id"] = self.principal_of_call.get(who)
         return env
 
+    # -- sub-agent transcripts -------------------------------------------------------------
+    def plan_subagents(self, turns: Sequence[TurnFiles]) -> None:
+        """Which sub-agent transcript records the stream lacks (held until their child closes);
+        the others are accounted as carried by the stream."""
+        on_stream = {key for files in turns for line in read_jsonl(files.stdout)
+                     if (key := _stream_key(line.data or {})) is not None}
+        for agent in self.subagents:
+            # the child principal is its Agent call's id; without one, the agent's own id
+            call = agent.call or self.task_to_call.get(agent.agent_id) or f"agent-{agent.agent_id}"
+            for line in agent.lines:
+                self.expect(line, source=SRC_SUBAGENT)
+                data = line.data
+                key = _stream_key(data) if data is not None else None
+                with self.line_handling(line, source=SRC_SUBAGENT, turn=None):
+                    if data is None:
+                        self.ledger.context(f"unparseable sub-agent transcript line ({line.error})")
+                        self.degrade(f"{line.file} line {line.no}: {line.error}")
+                    elif key is None:
+                        self.ledger.context(f"sub-agent transcript {record_type(data)} record (context, "
+                                            "not part of the model exchange)")
+                        if data.get("type") not in TRANSCRIPT_TYPES:
+                            self.ledger.unknown()
+                    elif key in on_stream:
+                        self.ledger.context("carried by the stdout stream too (same message id and content)")
+                    else:
+                        self.pending.setdefault(call, []).append((agent, line))
+
+    def flush_child(self, call: str, turn: int) -> None:
+        """Emit the held transcript records of the sub-agent started by ``call``."""
+        for agent, line in self.pending.pop(call, []):
+            data = line.data or {}
+            self.child_source = (SRC_SUBAGENT, call)
+            try:
+                with self.line_handling(line, source=SRC_SUBAGENT, turn=turn):
+                    handler = self._on_assistant if data.get("type") == "assistant" else self._on_user
+                    handler(turn, line, data)
+            finally:
+                self.child_source = None
+
+    def _closes(self, data: dict[str, Any]) -> list[str]:
+        """Agent calls a stdout record closes (their result, or their task's notification)."""
+        if data.get("type") == "system" and data.get("subtype") == "task_notification":
+            call = data.get("tool_use_id") or self.task_to_call.get(str(data.get("task_id")))
+            return [call] if isinstance(call, str) else []
+        content = _obj(data.get("message")).get("content")
+        if data.get("type") == "user" and isinstance(content, list):
+            return [str(b.get("tool_use_id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        return []
+
     # -- turns ----------------------------------------------------------------------------
+    def learn_tasks(self, files: TurnFiles) -> None:
+        """task id -> the call that started it and its type, stated by ``task_*`` records (a
+        record may name a task before the one that states its call)."""
+        for line in read_jsonl(files.stdout):
+            data = line.data or {}
+            if data.get("type") != "system" or not isinstance(data.get("task_id"), str):
+                continue
+            if isinstance(data.get("tool_use_id"), str):
+                self.task_to_call.setdefault(data["task_id"], data["tool_use_id"])
+            if isinstance(data.get("task_type"), str):
+                self.task_type.setdefault(data["task_id"], data["task_type"])
+            for task in data.get("tasks") or []:
+                if isinstance(task, dict) and isinstance(task.get("task_id"), str) and isinstance(task.get("task_type"), str):
+                    self.task_type.setdefault(task["task_id"], task["task_type"])
+
     def turn(self, files: TurnFiles) -> None:
         lines = list(read_jsonl(files.stdout))
-        for line in lines:  # task id -> Agent call id, stated by task_* records (may follow their first use)
-            data = line.data or {}
-            if (
-                data.get("type") == "system"
-                and isinstance(data.get("task_id"), str)
-                and isinstance(data.get("tool_use_id"), str)
-            ):
-                self.task_to_call.setdefault(data["task_id"], data["tool_use_id"])
         finished = False
         for line, data in self.records(lines, source=SRC_STDOUT, turn=files.index):
+            for call in self._closes(data):
+                if call in self.pending:
+                    self.flush_child(call, files.index)
             kind = data.get("type")
             handler = getattr(self, f"_on_{kind}", None) if isinstance(kind, str) else None
             if handler is None:
-                self.events.append(NativeEvent(**self._env(files.index, line, data), native_event_type=str(kind)))
+                event = NativeEvent(**self._env(files.index, line, data), native_event_type=str(kind))
+                if kind in KNOWN_TYPES:
+                    self.events.append(event)
+                else:
+                    self.unknown_record(event)
             else:
                 handler(files.index, line, data)
             finished = finished or kind == "result"
+        for call in [c for c in self.pending if self.call_turn.get(c) == files.index]:
+            self.flush_child(call, files.index)  # a child the stream never closed: after its turn's records
         if not finished:
             self.unfinished_turn(files.index, f"turn {files.index}: stdout has no final 'result' record")
         self.stderr(files, SRC_STDERR)
@@ -147,8 +300,9 @@ class _Normalizer(TraceBuilder):
     def _on_assistant(self, turn: int, line: _Line, data: dict[str, Any]) -> None:
         msg = _obj(data.get("message"))
         env = self._env(turn, line, data)
-        if data.get("is_api_error_message"):
-            # Written by the harness, not the model: a diagnostic, never an assistant action.
+        if data.get("is_api_error_message") or msg.get("model") == "<synthetic>":
+            # Written by the harness, not the model (the CLI marks such messages with the flag
+            # and/or the model "<synthetic>"): a diagnostic, never an assistant action.
             self.events.append(
                 NativeDiagnosticEvent(
                     **env,
@@ -164,6 +318,7 @@ class _Normalizer(TraceBuilder):
             if btype == "tool_use" and isinstance(block.get("id"), str):
                 self.call(env, block["id"], turn, str(block.get("name")), block.get("input"))
                 self.principal_of_call[block["id"]] = env["principal_id"]
+                self.call_turn.setdefault(block["id"], turn)
             elif btype in ("text", "thinking", "redacted_thinking"):
                 reasoning = btype != "text"
                 self.events.append(
@@ -203,17 +358,12 @@ class _Normalizer(TraceBuilder):
 
     def _on_result(self, turn: int, line: _Line, data: dict[str, Any]) -> None:
         env = self._env(turn, line, data, principal=MAIN)
-        usage = data.get("usage")
-        if isinstance(usage, dict):
+        usage = _result_usage(data)
+        if usage is not None:
             self.events.append(
                 TokenUsageEvent(
                     **env,
-                    usage=TokenUsage(
-                        input_tokens=usage.get("input_tokens"),
-                        output_tokens=usage.get("output_tokens"),
-                        cache_read_tokens=usage.get("cache_read_input_tokens"),
-                        cache_write_tokens=usage.get("cache_creation_input_tokens"),
-                    ),
+                    usage=usage,
                     usage_scope="turn",
                     usage_aggregate=True,
                     reported_cost_usd=data.get("total_cost_usd"),
@@ -271,7 +421,7 @@ class _Normalizer(TraceBuilder):
             pending = [
                 self.task_to_call.get(str(t.get("task_id")), t.get("task_id"))
                 for t in data.get("tasks") or []
-                if isinstance(t, dict)
+                if isinstance(t, dict) and self._is_agent(t.get("task_id"))
             ]
             self.events.append(SubagentLifecycleEvent(**env, action="pending_changed", pending_child_ids=pending))
         elif sub == "compact_boundary":
@@ -291,9 +441,24 @@ class _Normalizer(TraceBuilder):
         else:
             self.events.append(NativeEvent(**env, native_event_type=f"system/{sub}"))
 
+    def _is_agent(self, task_id: Any) -> bool:
+        """Whether a task is a sub-agent (a principal); a task of unknown type counts as one,
+        as before task types were recorded."""
+        kind = self.task_type.get(str(task_id))
+        return kind is None or kind in AGENT_TASK_TYPES
+
     def _task_event(self, turn: int, line: _Line, data: dict[str, Any], sub: str) -> None:
         task_id = data.get("task_id")
         call = data.get("tool_use_id") or self.task_to_call.get(str(task_id))
+        if not self._is_agent(task_id):
+            # A background shell (or other non-agent task) is the issuing principal's own
+            # process: its records stay with that principal and name no child.
+            issuer = self.principal_of_call.get(call) if isinstance(call, str) else None
+            env = self._env(turn, line, data, principal=issuer or MAIN)
+            status = data.get("status") or _obj(data.get("patch")).get("status")
+            self.events.append(NativeEvent(**env, native_event_type=f"system/{sub}/{self.task_type.get(str(task_id))}",
+                                           status=status if isinstance(status, str) else None))
+            return
         child = call if isinstance(call, str) else None
         env = self._env(turn, line, data, principal=child or MAIN)
         if sub != "task_notification":
@@ -319,6 +484,25 @@ class _Normalizer(TraceBuilder):
                 parent_reactivated=reactivated,
             )
         )
+
+
+def _result_usage(data: dict[str, Any]) -> TokenUsage | None:
+    """A ``result`` record's usage: the per-model ``modelUsage`` summed (every call of the
+    process, sub-agents included) when each model states every count, else ``usage`` (the
+    main agent's calls only)."""
+    models = [m for m in _obj(data.get("modelUsage")).values() if isinstance(m, dict)]
+    keys = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
+    if models and all(isinstance(m.get(k), int) for m in models for k in keys):
+        total = {k: sum(int(m[k]) for m in models) for k in keys}
+        return TokenUsage(input_tokens=total["inputTokens"], output_tokens=total["outputTokens"],
+                          cache_read_tokens=total["cacheReadInputTokens"],
+                          cache_write_tokens=total["cacheCreationInputTokens"])
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return TokenUsage(input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
+                      cache_read_tokens=usage.get("cache_read_input_tokens"),
+                      cache_write_tokens=usage.get("cache_creation_input_tokens"))
 
 
 def _tool_result(block: dict[str, Any], structured: Any, meta: dict[str, Any] | None) -> ToolResult:
@@ -360,7 +544,17 @@ def _tool_uses(turns: Sequence[TurnFiles]) -> Iterator[tuple[str, int]]:
 def normalize(turns: Sequence[TurnFiles], transcripts: Sequence[Path], run_id: str, *, at: datetime) -> NormalizedTrace:
     """Normalize archived Claude Code output of a run (turns in order) into Trace IR events;
     ``at`` is every event's timestamp (the adapter passes the recorded turn time)."""
-    norm = _Normalizer(run_id, at, _Transcripts.load(transcripts), repeated_ids(_tool_uses(turns)))
-    for files in sorted(turns, key=lambda t: t.index):
+    ordered = sorted(turns, key=lambda t: t.index)
+    norm = _Normalizer(run_id, at, _Transcripts.load(transcripts), repeated_ids(_tool_uses(turns)),
+                       _subagents(transcripts))
+    for files in ordered:
+        norm.learn_tasks(files)
+    norm.plan_subagents(ordered)
+    for files in ordered:
         norm.turn(files)
+    last = ordered[-1].index if ordered else 1
+    for call in list(norm.pending):  # no stdout record names the Agent call: after the last turn
+        norm.diagnostic("subagent_call_not_on_stream", {"tool_use_id": call}, turn=last,
+                        note=f"sub-agent of call {call}: its transcript has records but no stdout record names the call")
+        norm.flush_child(call, last)
     return norm.trace(nothing="no parseable Claude Code stream-json record in any turn")

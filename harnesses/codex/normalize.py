@@ -18,6 +18,18 @@ and the native record, ``exit_code`` included). Only when a turn has no rollout 
 stdout ``command_execution``/``mcp_tool_call`` items become the tool events (with
 ``exit_code`` from the item), and the status is ``partial``.
 
+Joining a turn to its rollout turn (a *segment*; SPEC §7 rule 2, issue 18): stdout names the
+thread (``thread.started``), and a segment closes with ``task_complete`` whose
+``last_agent_message`` is the same native text as the turn's last stdout ``agent_message``
+item — that pair is the join key (codex stdout carries no turn id or time). Segments and
+turns of a thread with the same key (e.g. both without a final message, or the same final
+text) are taken in their native order among themselves only; a segment no turn claims is
+an *unmatched segment* (its records follow the turns, without a conversation turn, with a
+``native_diagnostic``), a started turn without a segment gets its tool events from stdout
+items (``partial``). So a missing stdout never shifts another turn onto a wrong segment.
+Records before a thread's first turn marker (``task_started``) belong to its first segment
+(the same process wrote them).
+
 Order within a turn: stdout records up to ``turn.started``, the rollout records of the
 turn, then the remaining stdout records. Item ids (``item_0``…) restart every process and
 call ids may repeat, so an id seen in more than one turn is turn-scoped (``<id>#t<n>``)
@@ -71,7 +83,14 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import NormalizedTrace
-from harnesses.native import MAIN, TraceBuilder, TurnFiles, json_arguments, read_jsonl, repeated_ids
+from harnesses.native import (
+    MAIN,
+    TraceBuilder,
+    TurnFiles,
+    json_arguments,
+    read_jsonl,
+    repeated_ids,
+)
 from harnesses.native import NativeLine as _Line
 from harnesses.native import as_object as _obj
 from tracetrial.trace import (
@@ -110,6 +129,30 @@ SKIPPED_EVENT_MSG = {
     "exec_command_begin",
     "mcp_tool_call_begin",
 }
+#: Why each skipped rollout record produces no event (the accounting's ``context`` reason).
+SKIP_REASONS = {
+    "session_meta": "thread metadata (the session id and parent thread are on every event)",
+    "turn_context": "the turn's configuration (context, not an action)",
+    "world_state": "the harness's environment snapshot (context, not an action)",
+    "task_started": "turn marker (the runner frames turns; a child's is its lifecycle)",
+    "task_complete": "turn end (stdout turn.completed for the main thread)",
+    "user_message": "copy of the user message response_item",
+    "agent_message": "copy of the assistant message response_item",
+    "agent_reasoning": "copy of the reasoning response_item",
+    "token_count": "running usage (stdout turn.completed carries the turn's usage)",
+    "thread_settings_applied": "settings of a resumed thread (context)",
+    "error": "the same error as the stdout error/turn.failed record",
+    "warning": "the same warning as a stdout item",
+    "stream_error": "the same error as a stdout item",
+    "turn_aborted": "stdout ends the turn",
+    "exec_command_begin": "the call's start (its response_item call record is the event)",
+    "mcp_tool_call_begin": "the call's start (its response_item call record is the event)",
+}
+#: Rollout record types this normalizer knows (anything else stays a native_event, flagged).
+KNOWN_ROLLOUT = {"session_meta", "turn_context", "world_state", "response_item", "event_msg", "compacted"}
+#: stdout record types this normalizer knows.
+KNOWN_STDOUT = {"thread.started", "turn.started", "turn.completed", "turn.failed", "item.started", "item.updated",
+                "item.completed", "error"}
 #: Of those, what a *child* thread's rollout alone records (stdout shows only the main thread).
 CHILD_EVENT_MSG = {"task_started", "task_complete", "turn_aborted", "token_count", "error", "warning", "stream_error"}
 #: stdout items that become tool events when the turn has no rollout records.
@@ -147,6 +190,32 @@ def _ts(value: Any) -> datetime | None:
         return None
 
 
+def _rollout_kind(data: dict[str, Any]) -> str:
+    """A rollout record's type for the accounting: ``<type>/<payload type>``."""
+    ptype = _obj(data.get("payload")).get("type")
+    return f"{data.get('type')}/{ptype}" if isinstance(ptype, str) else str(data.get("type"))
+
+
+def _final_message(segment: list[_Line]) -> str | None:
+    """The ``last_agent_message`` of a segment's ``task_complete`` (the join key)."""
+    for line in reversed(segment):
+        p = _obj((line.data or {}).get("payload"))
+        if (line.data or {}).get("type") == "event_msg" and p.get("type") == "task_complete":
+            text = p.get("last_agent_message")
+            return text if isinstance(text, str) else None
+    return None
+
+
+def _stdout_final(lines: list[_Line]) -> str | None:
+    """The text of a turn's last stdout ``agent_message`` item (the join key)."""
+    for line in reversed(lines):
+        item = _obj((line.data or {}).get("item"))
+        if (line.data or {}).get("type") == "item.completed" and item.get("type") == "agent_message":
+            text = item.get("text")
+            return text if isinstance(text, str) else None
+    return None
+
+
 @dataclass
 class _Thread:
     """One rollout: its thread, ``session_meta`` and turn segments."""
@@ -154,6 +223,8 @@ class _Thread:
     id: str
     meta: dict[str, Any] = field(default_factory=dict)
     segments: list[list[_Line]] = field(default_factory=list)
+    #: Records of a rollout without any turn marker (no segment to place them in).
+    loose: list[_Line] = field(default_factory=list)
 
     @property
     def parent(self) -> str | None:
@@ -181,7 +252,9 @@ class _Rollouts:
     """Rollout records per thread, split into turns at ``event_msg/task_started``."""
 
     threads: dict[str, _Thread] = field(default_factory=dict)
-    bad: list[str] = field(default_factory=list)
+    bad: list[_Line] = field(default_factory=list)
+    #: Every record read, for the accounting.
+    lines: list[_Line] = field(default_factory=list)
 
     @property
     def turns(self) -> dict[str, list[list[_Line]]]:
@@ -194,24 +267,30 @@ class _Rollouts:
             thread: str | None = None
             meta: dict[str, Any] = {}
             segments: list[list[_Line]] = []
+            before: list[_Line] = []  # records before the first turn marker
             for line in read_jsonl(path):
+                out.lines.append(line)
                 if line.data is None:
-                    out.bad.append(f"{path.name} line {line.no}: {line.error}")
+                    out.bad.append(line)
                     continue
                 payload = _obj(line.data.get("payload"))
                 if line.data.get("type") == "session_meta" and thread is None:
                     thread = payload.get("id") or payload.get("session_id")
                     meta = payload
                 if line.data.get("type") == "event_msg" and payload.get("type") == "task_started":
-                    segments.append([])
+                    segments.append(before if not segments else [])
+                    before = []
                 if segments:
                     segments[-1].append(line)
+                else:
+                    before.append(line)
             if thread is None:
                 match = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", path.name)
                 thread = match.group(1) if match else path.stem
             entry = out.threads.setdefault(thread, _Thread(thread))
             entry.meta = entry.meta or meta
             entry.segments.extend(segments)
+            entry.loose.extend(before)
         return out
 
     def is_child(self, thread: str | None) -> bool:
@@ -303,7 +382,7 @@ class _Normalizer(TraceBuilder):
         super().__init__(run_id, at, scoped)
         self.rollouts = rollouts
         self.extra: dict[tuple[str, str], dict[str, Any]] = {}  # structured fields seen before the output
-        self.used: dict[str, int] = {}  # thread -> rollout turns consumed
+        self.segment_of: dict[int, list[_Line]] = {}  # turn -> its root-thread segment (joined by key)
         self.child_segments: dict[int, list[tuple[str, list[_Line]]]] = {}  # turn -> (child thread, segment)
         self.last_usage: set[tuple[str, int]] = set()  # (child thread, line) of a segment's last token_count
 
@@ -377,9 +456,33 @@ class _Normalizer(TraceBuilder):
             for line in segment:
                 self._rollout_record(None, thread, line)
 
+    def unmatched(self, segments: list[tuple[str, list[_Line]]]) -> None:
+        """Root-thread segments no turn claims: a diagnostic each, their records after the turns."""
+        for thread, segment in segments:
+            task = next((_obj(ln.data.get("payload")) for ln in segment if ln.data
+                         and _obj(ln.data.get("payload")).get("type") == "task_started"), {})
+            self.diagnostic("unmatched_segment", {"thread": thread, "turn_id": task.get("turn_id"),
+                                                  "file": segment[0].file if segment else None,
+                                                  "final_message": _final_message(segment)},
+                            turn=None, note=f"thread {thread}: rollout turn {task.get('turn_id')!r} matches no "
+                            "stdout turn (no turn with its thread and final message); its records follow the turns")
+            for line in segment:
+                self._rollout_record(None, thread, line)
+
+    def loose(self) -> None:
+        """Records of rollouts without a turn marker, and malformed rollout lines: kept."""
+        for t in self.rollouts.threads.values():
+            for line in t.loose:
+                self._rollout_record(None, t.id, line)
+        for line in self.rollouts.bad:
+            with self.line_handling(line, source=SRC_ROLLOUT, turn=None):
+                self.events.append(NativeEvent(**self.base(source=SRC_ROLLOUT, source_event_seq=line.no),
+                                               native_event_type="malformed_record", status=line.error,
+                                               raw_event=line.text))
+
     # -- turn ------------------------------------------------------------------------------
     def plan(self, files: TurnFiles, thread_hint: str | None) -> tuple[str | None, list[_Line] | None, bool]:
-        """The turn's thread, its rollout segment (consumed in order) and whether it started."""
+        """The turn's thread, its rollout segment (joined by :meth:`join`) and whether it started."""
         lines = list(read_jsonl(files.stdout))
         thread = thread_hint
         for line in lines:
@@ -387,14 +490,35 @@ class _Normalizer(TraceBuilder):
                 thread = line.data["thread_id"]
                 break
         started = any(line.data and line.data.get("type") == "turn.started" for line in lines)
-        segment: list[_Line] | None = None
-        if thread is not None and started:
-            k = self.used.get(thread, 0)
-            available = self.rollouts.turns.get(thread, [])
-            if k < len(available):
-                segment = available[k]
-                self.used[thread] = k + 1
-        return thread, segment, started
+        return thread, self.segment_of.get(files.index) if started else None, started
+
+    def join(self, turns: Sequence[TurnFiles], hints: dict[int, str]) -> list[tuple[str, list[_Line]]]:
+        """Each started turn's root-thread segment, joined by (thread, final message) — see the
+        module docstring; returns the root segments no turn claims."""
+        claims: dict[tuple[str, str | None], list[int]] = {}
+        for files in turns:
+            lines = list(read_jsonl(files.stdout))
+            thread = hints.get(files.index)
+            for line in lines:
+                if line.data and line.data.get("type") == "thread.started" and isinstance(line.data.get("thread_id"), str):
+                    thread = line.data["thread_id"]
+                    break
+            if thread is None or not any(ln.data and ln.data.get("type") == "turn.started" for ln in lines):
+                continue
+            claims.setdefault((thread, _stdout_final(lines)), []).append(files.index)
+        unmatched: list[tuple[str, list[_Line]]] = []
+        for t in self.rollouts.threads.values():
+            if t.parent is not None:
+                continue
+            offered: dict[str | None, list[list[_Line]]] = {}
+            for segment in t.segments:
+                offered.setdefault(_final_message(segment), []).append(segment)
+            for key, segments in offered.items():
+                takers = claims.get((t.id, key), [])
+                for turn, segment in zip(takers, segments):  # same key: native order among themselves
+                    self.segment_of[turn] = segment
+                unmatched += [(t.id, seg) for seg in segments[len(takers):]]
+        return unmatched
 
     def turn(self, files: TurnFiles, thread: str | None, segment: list[_Line] | None, started: bool) -> None:
         lines = list(read_jsonl(files.stdout))
@@ -460,6 +584,7 @@ class _Normalizer(TraceBuilder):
             item = data["item"]
             itype, iid = item.get("type"), item.get("id")
             if kind != "item.completed" and iid in completed:
+                self.ledger.context("superseded by the item.completed record of the same item")
                 return  # the completed record carries the same item, in full
             if itype == "error":
                 self.events.append(
@@ -488,7 +613,11 @@ class _Normalizer(TraceBuilder):
             detail = data.get("error") if kind == "turn.failed" else data.get("message")
             self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=str(kind), detail=detail))
         else:
-            self.events.append(NativeEvent(**env, native_event_type=str(kind)))
+            event = NativeEvent(**env, native_event_type=str(kind))
+            if kind in KNOWN_STDOUT:
+                self.events.append(event)
+            else:
+                self.unknown_record(event)
 
     def _collab_item(
         self, turn: int, line: _Line, data: dict[str, Any], item: dict[str, Any], thread: str | None
@@ -544,14 +673,20 @@ class _Normalizer(TraceBuilder):
             after = placed.get((rthread, line.no))
             if after is not None:
                 sline = by_no[after]
-                self._stdout(turn, sline, sline.data or {}, thread, False, completed)
+                with self.line_handling(sline, source=SRC_STDOUT, turn=turn):
+                    self._stdout(turn, sline, sline.data or {}, thread, False, completed)
 
     def _rollout_record(self, turn: int | None, thread: str | None, line: _Line) -> None:
+        with self.line_handling(line, source=SRC_ROLLOUT, turn=turn, kind=_rollout_kind):
+            self._rollout_body(turn, thread, line)
+
+    def _rollout_body(self, turn: int | None, thread: str | None, line: _Line) -> None:
         data = line.data or {}
         payload = _obj(data.get("payload"))
         env = self._env(turn, SRC_ROLLOUT, line, thread, data, thread=thread)
         top, ptype = data.get("type"), payload.get("type")
         if top in SKIPPED_ROLLOUT:
+            self.ledger.context(SKIP_REASONS[str(top)])
             return
         if top == "response_item":
             self._response_item(env, turn, payload, ptype, thread)
@@ -568,7 +703,7 @@ class _Normalizer(TraceBuilder):
                 )
             )
         else:
-            self.events.append(NativeEvent(**env, native_event_type=f"rollout/{top}"))
+            self.unknown_record(NativeEvent(**env, native_event_type=f"rollout/{top}"))
 
     def _response_item(self, env: dict[str, Any], turn: int | None, p: dict[str, Any], ptype: Any,
                        thread: str | None) -> None:
@@ -577,7 +712,9 @@ class _Normalizer(TraceBuilder):
             if p.get("role") == "user":
                 self._notification(env, p)
             if p.get("role") != "assistant":
-                return  # developer/user context the harness sent; the user text is framed by the runner
+                self.ledger.context(f"{p.get('role')} message the harness sent (context; the user "
+                                    "text is framed by the runner)")
+                return
             parts = p.get("content") or []
             texts = [c.get("text") for c in parts if isinstance(c, dict) and c.get("type") == "output_text"]
             content = texts[0] if len(texts) == 1 and len(parts) == 1 else parts
@@ -653,13 +790,19 @@ class _Normalizer(TraceBuilder):
             duration = p.get("duration")
             if isinstance(duration, dict) and isinstance(duration.get("secs"), int):
                 extra["duration"] = duration["secs"] + (duration.get("nanos") or 0) / 1e9
-            self.extra[(principal, self.trace_id(p["call_id"], turn, principal))] = extra
+            key = (principal, self.trace_id(p["call_id"], turn, principal))
+            self.extra[key] = extra
+            call = self.calls.get(key)
+            if call is not None:
+                self.ledger.fold(call)  # its structured fields join the call's result
         elif ptype in ("context_compacted",):
             self.events.append(ContextCompactionEvent(**env, native_event_type=f"event_msg/{ptype}"))
         elif principal != MAIN and ptype in CHILD_EVENT_MSG:
             self._child_event(env, p, ptype, thread, line)
         elif ptype not in SKIPPED_EVENT_MSG:
             self.events.append(NativeEvent(**env, native_event_type=f"event_msg/{ptype}"))
+        else:
+            self.ledger.context(SKIP_REASONS[str(ptype)])
 
     def _child_event(self, env: dict[str, Any], p: dict[str, Any], ptype: str, thread: str | None,
                      line: _Line) -> None:
@@ -686,6 +829,8 @@ class _Normalizer(TraceBuilder):
             if (thread, line.no) in self.last_usage:
                 total = _obj(_obj(p.get("info")).get("total_token_usage")) or None
                 self.events.append(TokenUsageEvent(**env, **_usage(total), usage_scope="run", usage_aggregate=True))
+            else:
+                self.ledger.context("running usage (the segment's last token_count is the event)")
         else:
             detail = p.get("message") if "message" in p else p
             self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=f"event_msg/{ptype}", detail=detail))
@@ -743,15 +888,20 @@ def normalize(
     # Stdout item ids seen in more than one turn, and call ids seen in more than one rollout
     # turn or thread, get turn-scoped trace ids.
     norm = _Normalizer(run_id, at, loaded, repeated_ids(_items(turns)) | repeated_ids(_rollout_calls(loaded)))
-    for note in loaded.bad:
-        norm.degrade(f"rollout {note}")
+    for line in loaded.bad:
+        norm.degrade(f"rollout {line.file} line {line.no}: {line.error}")
+    for line in loaded.lines:
+        norm.expect(line, source=SRC_ROLLOUT, kind=_rollout_kind)
     ordered = sorted(turns, key=lambda t: t.index)
+    unmatched = norm.join(ordered, threads or {})
     plans = {files.index: norm.plan(files, (threads or {}).get(files.index)) for files in ordered}
     roots = {i: (thread, seg) for i, (thread, seg, _) in plans.items() if thread is not None and seg is not None}
     orphans = norm.assign_children(roots)
     for files in ordered:
         norm.turn(files, *plans[files.index])
     norm.orphans(orphans)
+    norm.unmatched(unmatched)
+    norm.loose()
     named = {
         e.child_principal_id
         for e in norm.events

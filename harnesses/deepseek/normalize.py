@@ -32,6 +32,10 @@ verbatim) becomes a ``native_session_archive`` record with its digest and size.
 
 Call ids are the model's; an id seen in more than one turn is turn-scoped (``<id>#t<n>``) with
 ``native_tool_call_id``.
+
+Accounting (:mod:`harnesses.native`): every wire message is accounted; a folded chunk is listed
+(``source_records``) by the last event of the ``assistant/message`` whose ``sourceEventSeqs``
+name it — a folded chunk no message names is unaccounted (trace ``partial``).
 """
 
 from __future__ import annotations
@@ -75,6 +79,11 @@ SRC_SESSION = f"native:{HARNESS}/session"
 
 #: assistant/chunk types folded into the assistant/message that lists them (sourceEventSeqs).
 FOLDED_CHUNKS = {"block-start", "block-end", "tool-call-delta", "usage", "finish"}
+#: Wire methods and session event types this normalizer knows (others are flagged unknown).
+KNOWN_METHODS = {"session.event", "session.status"}
+KNOWN_EVENTS = {"assistant/chunk", "assistant/message", "tool/result", "request/header", "turn/end", "turn/start",
+                "step/start", "step/end", "tool/call", "user/message", "agent/inbox/spliced", "session/title",
+                "request/context", "llm/retry", "llm/retry-started"}
 DELTA_CHUNKS = {"text-delta": "content_delta", "reasoning-delta": "reasoning_delta", "thinking-delta": "reasoning_delta"}
 
 
@@ -82,9 +91,22 @@ def _event(data: dict[str, Any]) -> dict[str, Any]:
     return _obj(_obj(data.get("params")).get("event"))
 
 
+def _kind(data: dict[str, Any]) -> str:
+    """A wire message's type for the accounting."""
+    if "method" not in data:
+        return "rpc/response"
+    ev = _event(data)
+    if data.get("method") == "session.event":
+        chunk = _obj(_obj(ev.get("data")).get("chunk")).get("type")
+        return f"session.event/{ev.get('type')}" + (f"/{chunk}" if isinstance(chunk, str) else "")
+    return str(data.get("method"))
+
+
 @dataclass
 class _Normalizer(TraceBuilder):
     finish: dict[tuple[Any, Any, Any], str] = field(default_factory=dict)  # (session, turn, step) -> reason
+    #: (session, event seq) -> the wire line of a folded chunk (for the message that lists it)
+    chunks: dict[tuple[Any, Any], _Line] = field(default_factory=dict)
 
     def env(self, turn: int, line: _Line, data: dict[str, Any]) -> dict[str, Any]:
         params = _obj(data.get("params"))
@@ -123,7 +145,11 @@ class _Normalizer(TraceBuilder):
                                            status=status if isinstance(status, str) else None))
             return
         if method != "session.event":
-            self.events.append(NativeEvent(**env, native_event_type=str(method), native_method=str(method)))
+            event = NativeEvent(**env, native_event_type=str(method), native_method=str(method))
+            if method in KNOWN_METHODS:
+                self.events.append(event)
+            else:
+                self.unknown_record(event)
             return
         ev = _event(data)
         etype = ev.get("type")
@@ -146,9 +172,17 @@ class _Normalizer(TraceBuilder):
                     fragment_seq=ev.get("seq") if isinstance(ev.get("seq"), int) else None,
                 ))
             elif ctype not in FOLDED_CHUNKS:
-                self.events.append(NativeEvent(**env, native_event_type=f"assistant/chunk/{ctype}"))
+                self.unknown_record(NativeEvent(**env, native_event_type=f"assistant/chunk/{ctype}"))
+            else:
+                self.chunks[(params.get("sessionId"), ev.get("seq"))] = line
         elif etype == "assistant/message":
+            before = len(self.events)
             self.assistant(env, turn, d, params.get("sessionId"))
+            if len(self.events) > before:
+                for seq in _list(ev.get("sourceEventSeqs")):
+                    chunk_line = self.chunks.pop((params.get("sessionId"), seq), None)
+                    if chunk_line is not None:
+                        self.ledger.fold_record(self.events[-1], chunk_line.file, chunk_line.no)
         elif etype == "tool/result":
             self.tool_result(env, turn, d)
         elif etype == "request/header":
@@ -168,8 +202,10 @@ class _Normalizer(TraceBuilder):
                 self.events.append(NativeDiagnosticEvent(**env, diagnostic_type=f"turn/end/{kind}", detail=reason))
             else:
                 self.events.append(NativeEvent(**env, native_event_type="session.event/turn/end", status=kind))
-        else:
+        elif etype in KNOWN_EVENTS:
             self.events.append(NativeEvent(**env, native_event_type=f"session.event/{etype}"))
+        else:
+            self.unknown_record(NativeEvent(**env, native_event_type=f"session.event/{etype}"))
 
     def assistant(self, env: dict[str, Any], turn: int, d: dict[str, Any], session: Any) -> None:
         msg = _obj(d.get("message"))
@@ -237,7 +273,7 @@ def normalize(turns: Sequence[TurnFiles], sessions: Path, run_id: str, *, at: da
                 methods[str(line.data.get("id"))] = line.data["method"]
         prompted = "session/prompt" in methods.values()
         ended = False
-        for line, record in norm.records(read_jsonl(files.stdout), source=SRC_STDOUT, turn=files.index):
+        for line, record in norm.records(read_jsonl(files.stdout), source=SRC_STDOUT, turn=files.index, kind=_kind):
             norm.line(files.index, line, methods)
             ended = ended or _event(record).get("type") == "turn/end"
         if prompted and not ended:

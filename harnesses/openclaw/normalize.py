@@ -21,8 +21,11 @@ stdout (``agent exec``: the run id is the session id it reports; ``--local``:
 ``terminalReceipt.runId``). Transcript assistant/tool messages carry ``__openclaw.runId``;
 rows without one (the user prompt, model snapshots) belong to the run of the next row of the
 same session that has one, else to the previous. Runtime rows are keyed by run id. When a
-turn's stdout is missing (killed), runs nobody claimed are given to such turns in order of
-first appearance, with a note.
+turn's stdout is missing (killed), a run nobody claimed goes to it only by a native id: the
+session id the adapter recorded for that turn, when it is the run's session and no other
+such turn has it; otherwise (no native link) the run's rows stay outside any turn with a
+``native_diagnostic`` — never given to a turn by order. Every stdout document and dumped row
+is accounted (:mod:`harnesses.native`).
 
 Order within a turn: runtime rows up to ``prompt.submitted``, the transcript rows, the rest of
 the runtime rows, the stdout result (a ``native_event``, the turn's aggregate ``token_usage``
@@ -81,6 +84,12 @@ SRC_TRAJECTORY = f"native:{HARNESS}/trajectory"
 #: OpenClaw's Tool Search dispatcher: deferred tools (MCP tools among them) are called through
 #: it with ``{"id": <tool>, "args": {...}}`` (the declared schema; ``input`` is its alias).
 DISPATCH_TOOLS = ("tool_call", "call_tool")
+#: Transcript event types and message roles this normalizer knows; another one stays a
+#: ``native_event`` and is flagged as unknown (trace ``partial``). Runtime-trajectory rows are
+#: all kept as ``native_event`` by one generic rule, so no trajectory type is unknown to it.
+KNOWN_TRANSCRIPT = {"message", "custom", "session", "model_change", "thinking_level_change", "label",
+                    "branch_summary", "custom_message"}
+KNOWN_ROLES = {"assistant", "toolResult", "user", "custom", "system"}
 
 #: Session-store tables the adapter dumps (table -> SQL order: insertion order).
 SQLITE_TABLES: dict[str, str] = {
@@ -107,8 +116,20 @@ class _Row:
 
 
 def _read_dump(path: Path) -> Iterator[_Row]:
-    for line in read_jsonl(path):
-        yield _Row(path.name, line.no, line.data, line.text, line.error)
+    name = f"{path.parent.name}/{path.name}"  # <agent>/<table>.jsonl: unique per agent
+    for line in read_jsonl(path, name):
+        yield _Row(name, line.no, line.data, line.text, line.error)
+
+
+def _row_kind(row: _Row) -> str:
+    """A dumped row's type for the accounting."""
+    ev = row.event
+    if row.data is None:
+        return "unparseable"
+    kind = str(ev.get("type"))
+    if kind == "message":
+        kind += f"/{_obj(ev.get('message')).get('role')}"
+    return kind
 
 
 @dataclass
@@ -177,13 +198,17 @@ def unwrap_dispatch(name: str, arguments: Any) -> tuple[str, Any]:
 
 @dataclass
 class _Normalizer(TraceBuilder):
-    def env(self, turn: int, source: str, session: str | None, seq: int | None, ts: Any, raw: Any) -> dict[str, Any]:
+    def row(self, row: _Row, source: str, turn: int | None) -> Any:
+        """Accounting context of one dumped row."""
+        return self.handling(source=source, file=row.file, seq=row.no, type=_row_kind(row), turn=turn)
+
+    def env(self, turn: int | None, source: str, session: str | None, seq: int | None, ts: Any, raw: Any) -> dict[str, Any]:
         return self.base(source=source, conversation_turn=turn, session_id=session, principal_id=MAIN,
                          principal_role="main", source_event_seq=seq,
                          source_timestamp=ts if isinstance(ts, str) else None, raw_event=raw)
 
     # -- transcript --------------------------------------------------------------------------
-    def transcript(self, turn: int, row: _Row) -> None:
+    def transcript(self, turn: int | None, row: _Row) -> None:
         data = row.data or {}
         ev = row.event
         seq = data.get("seq") if isinstance(data.get("seq"), int) else None
@@ -206,24 +231,32 @@ class _Normalizer(TraceBuilder):
             kind = f"transcript/{etype}"
             if etype == "custom" and isinstance(ev.get("customType"), str):
                 kind += f"/{ev['customType']}"
-            self.events.append(NativeEvent(**env, native_event_type=kind))
+            if etype in KNOWN_TRANSCRIPT:
+                self.events.append(NativeEvent(**env, native_event_type=kind))
+            else:
+                self.unknown_record(NativeEvent(**env, native_event_type=kind))
 
-    def message(self, env: dict[str, Any], turn: int, msg: dict[str, Any], ev: dict[str, Any]) -> None:
+    def message(self, env: dict[str, Any], turn: int | None, msg: dict[str, Any], ev: dict[str, Any]) -> None:
         role = msg.get("role")
         if role == "assistant":
             blocks = _list(msg.get("content"))
             mid = ev.get("id") if isinstance(ev.get("id"), str) else None
             model = msg.get("model") if isinstance(msg.get("model"), str) else None
             stop = msg.get("stopReason") if isinstance(msg.get("stopReason"), str) else None
+            texts: list[Any] = []
+            if stop == "error":
+                # The harness's record of a failed model call: any text in it is the harness's
+                # error wording, not a model message (it goes into the diagnostic below).
+                texts = [b.get("text") for b in blocks if _obj(b).get("type") == "text"]
+                blocks = [b for b in blocks if _obj(b).get("type") != "text"]
             self.events += message_events(env, blocks, tool_block="toolCall", reasoning_keys=("thinking", "text"),
                                           message_id=mid, model=model, finish_reason=stop)
             for b in blocks:
                 if _obj(b).get("type") == "toolCall" and isinstance(b.get("id"), str):
                     self.call(env, b["id"], turn, *unwrap_dispatch(str(b.get("name")), b.get("arguments")))
             if msg.get("errorMessage") or stop == "error":
-                self.events.append(
-                    NativeDiagnosticEvent(**env, diagnostic_type="assistant_error", detail=msg.get("errorMessage"))
-                )
+                detail = {"errorMessage": msg.get("errorMessage"), "text": texts} if texts else msg.get("errorMessage")
+                self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="assistant_error", detail=detail))
             usage = _usage(msg.get("usage"))
             if usage is not None:
                 cost = _obj(_obj(msg.get("usage")).get("cost")).get("total")
@@ -245,11 +278,13 @@ class _Normalizer(TraceBuilder):
                 exit_code=details.get("exitCode") if isinstance(details.get("exitCode"), int) else None,
                 duration=seconds(details.get("durationMs")),
             )
-        else:
+        elif role in KNOWN_ROLES:
             self.events.append(NativeEvent(**env, native_event_type=f"transcript/message/{role}"))
+        else:
+            self.unknown_record(NativeEvent(**env, native_event_type=f"transcript/message/{role}"))
 
     # -- runtime trajectory ------------------------------------------------------------------------
-    def runtime(self, turn: int, row: _Row) -> None:
+    def runtime(self, turn: int | None, row: _Row) -> None:
         ev = row.event
         data = _obj(ev.get("data"))
         # the table's own sequence (unique per run; the event's "seq" restarts on each retry attempt)
@@ -432,9 +467,23 @@ def normalize(
             runs_in_order.append(rid)
     unclaimed = [r for r in runs_in_order if r not in turn_of_run]
     orphans = [t.index for t in ordered if results[t.index].run_id is None]
-    for rid, index in zip(unclaimed, orphans):
-        turn_of_run[rid] = index
-        norm.degrade(f"turn {index}: no run id on stdout; runtime run {rid} assigned by order of appearance")
+    run_session: dict[str, str] = {}
+    for row in runtime:
+        rid, sid = _runtime_run(row), row.event.get("sessionId")
+        if isinstance(rid, str) and isinstance(sid, str):
+            run_session.setdefault(rid, sid)
+    for rid in unclaimed:
+        # only a native id links a run to a turn without stdout: the session id recorded for it
+        candidates = [i for i in orphans if (sessions or {}).get(i) is not None
+                      and (sessions or {}).get(i) == run_session.get(rid)]
+        if len(candidates) == 1 and sum(1 for r in unclaimed if run_session.get(r) == run_session.get(rid)) == 1:
+            turn_of_run[rid] = candidates[0]
+            orphans.remove(candidates[0])
+            norm.degrade(f"turn {candidates[0]}: no run id on stdout; runtime run {rid} joined by its session id")
+        else:
+            norm.diagnostic("unmatched_run", {"run_id": rid, "session_id": run_session.get(rid)}, turn=None,
+                            note=f"runtime run {rid} matches no turn (no stdout names it, no native id links it "
+                            "to a turn without stdout); its rows stay outside the turns")
     session_turn: dict[str, int] = {}
     for t in ordered:
         sid = results[t.index].session_id or (sessions or {}).get(t.index)
@@ -444,23 +493,28 @@ def normalize(
     tturn = _assign_transcript(transcript, turn_of_run, session_turn)
     norm.scoped = repeated_ids(_call_ids(transcript, tturn))
     last = ordered[-1].index if ordered else 1
+    loose_t: list[_Row] = []
     for i, row in enumerate(transcript):
         if i not in tturn:
-            tturn[i] = last
+            loose_t.append(row)
             data = row.data or {}
             norm.degrade(f"transcript row session={data.get('session_id')!r} seq={data.get('seq')!r} "
-                         f"matches no turn's run; placed in turn {last}")
+                         "matches no turn's run; kept outside the turns")
     rturn: dict[int, int] = {}
+    loose_r: list[_Row] = []
     for i, row in enumerate(runtime):
         rid = _runtime_run(row)
         if isinstance(rid, str) and rid in turn_of_run:
             rturn[i] = turn_of_run[rid]
         else:
-            rturn[i] = last
-            norm.degrade(f"runtime row run={rid!r} matches no turn; placed in turn {last}")
+            loose_r.append(row)
+            norm.degrade(f"runtime row run={rid!r} matches no turn; kept outside the turns")
 
     for row in bad:
         norm.degrade(f"{row.file} line {row.no}: {row.error}")
+    for row in [*transcript, *runtime, *bad]:
+        norm.ledger.expect(source=SRC_TRANSCRIPT if row.file.endswith("transcript_events.jsonl") else SRC_TRAJECTORY,
+                           file=row.file, seq=row.no, type=_row_kind(row))
 
     norm.parsed_any = bool(transcript or runtime)
     for t in ordered:
@@ -469,30 +523,42 @@ def normalize(
         post: list[_Row] = []
         submitted = False
         for i, row in enumerate(runtime):
-            if rturn[i] != t.index:
+            if rturn.get(i) != t.index:
                 continue
             (post if submitted else pre).append(row)
             if row.event.get("type") == "prompt.submitted":
                 submitted = True
         for row in pre:
-            norm.runtime(t.index, row)
+            with norm.row(row, SRC_TRAJECTORY, t.index):
+                norm.runtime(t.index, row)
         for i, row in enumerate(transcript):
-            if tturn[i] == t.index:
-                norm.transcript(t.index, row)
+            if tturn.get(i) == t.index:
+                with norm.row(row, SRC_TRANSCRIPT, t.index):
+                    norm.transcript(t.index, row)
         for row in post:
-            norm.runtime(t.index, row)
+            with norm.row(row, SRC_TRAJECTORY, t.index):
+                norm.runtime(t.index, row)
         if t.index == last:
             for row in bad:  # malformed dump lines stay visible
-                source = SRC_TRANSCRIPT if row.file.startswith("transcript") else SRC_TRAJECTORY
-                norm.events.append(
-                    NativeEvent(**norm.base(source=source, conversation_turn=t.index, source_event_seq=row.no),
-                                native_event_type="malformed_record", status=row.error, raw_event=row.text)
-                )
-        norm.result(t.index, res)
+                source = SRC_TRANSCRIPT if row.file.endswith("transcript_events.jsonl") else SRC_TRAJECTORY
+                with norm.row(row, source, t.index):
+                    norm.events.append(
+                        NativeEvent(**norm.base(source=source, conversation_turn=t.index, source_event_seq=row.no),
+                                    native_event_type="malformed_record", status=row.error, raw_event=row.text)
+                    )
+        with norm.handling(source=SRC_STDOUT, file=t.stdout.name, seq=1, turn=t.index,
+                           type=f"agent_{res.kind}/result" if res.kind else "unparseable"):
+            norm.result(t.index, res)
         if res.data is None:
             norm.unfinished_turn(t.index, f"turn {t.index}: stdout has no JSON result ({res.error})")
         elif not any(tturn[i] == t.index for i in range(len(transcript))):
             norm.degrade(f"turn {t.index}: no transcript rows for run {res.run_id} (tool exchange not observable)")
         norm.parsed_any = norm.parsed_any or res.data is not None
         norm.stderr(t, SRC_STDERR)
+    for row in loose_t:  # rows no turn's run claims: visible, outside the turns
+        with norm.row(row, SRC_TRANSCRIPT, None):
+            norm.transcript(None, row)
+    for row in loose_r:
+        with norm.row(row, SRC_TRAJECTORY, None):
+            norm.runtime(None, row)
     return norm.trace(nothing="no parseable OpenClaw result and no session records in any turn")

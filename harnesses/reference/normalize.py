@@ -28,6 +28,10 @@ turn-scoped trace id and keeps ``native_tool_call_id`` (3); native log order
 (4); every event keeps its principal and parent (5); nothing unknown is
 dropped (6) and nothing missing is invented (7); stdout/stderr of the CLI
 process are labelled with their own source (8).
+
+Every log line is accounted (:class:`harnesses.native.Ledger`): a ``tool_result`` folds into its
+call's event (listed in ``source_records``); an unaccounted line or an unknown record type gets
+a ``native_diagnostic`` naming it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnesses.base import EPOCH, NormalizedTrace, TurnOutcome
+from harnesses.native import Ledger
 from harnesses.reference.records import NativeRecord
 from tracetrial.archive import RunPaths
 from tracetrial.trace import (
@@ -89,6 +94,7 @@ class _Builder:
         self.completed_turns: set[int] = set()
         self.last_ts = EPOCH
         self.last_seq = 0
+        self.ledger = Ledger()
 
     def envelope(self, rec: NativeRecord, raw: Any) -> dict[str, Any]:
         return {"seq": 1, "timestamp": _ts(rec.ts), "run_id": self.run_id, "source": self.source,
@@ -104,6 +110,17 @@ class _Builder:
         if not text.strip():
             return
         try:
+            obj: Any = json.loads(text)
+        except ValueError:
+            obj = None
+        data = obj if isinstance(obj, dict) else {}
+        turn = data.get("turn") if isinstance(data.get("turn"), int) and data["turn"] >= 1 else None
+        with self.ledger.handling(self.events, source=self.source, file=LOG_NAME, seq=number, turn=turn,
+                                  type=str(data.get("type")) if obj is not None else "unparseable"):
+            self._line(number, text)
+
+    def _line(self, number: int, text: str) -> None:
+        try:
             obj = json.loads(text)
         except ValueError as exc:
             self.events.append(RawStdoutEvent(seq=1, timestamp=self.last_ts, run_id=self.run_id, source=self.source,
@@ -117,6 +134,8 @@ class _Builder:
             problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
             status = "unknown_record_type" if isinstance(kind, str) and any(
                 e["loc"][:1] == ("type",) for e in exc.errors()) else f"invalid_record: {problem}"
+            if status == "unknown_record_type":
+                self.ledger.unknown()
             self.events.append(NativeEvent(seq=1, timestamp=self.last_ts, run_id=self.run_id, source=self.source,
                                            native_event_type=kind if isinstance(kind, str) else None,
                                            status=status, raw_event=obj,
@@ -174,6 +193,7 @@ class _Builder:
                                            status="unmatched_result"))
             self.degrade(f"tool result for call id {native_id} has no matching call")
             return
+        self.ledger.fold(ev)
         ev.tool_result = ToolResult(
             content=d.get("content"), is_error=d.get("is_error"), status=d.get("status"),
             exit_code=d.get("exit_code") if isinstance(d.get("exit_code"), int) else None,
@@ -237,6 +257,14 @@ def normalize_records(lines: Sequence[str], *, run_id: str, turns: Sequence[int]
         b.line(number, text)
     for ev in b.open_calls.values():
         b.notes.append(f"tool call {ev.tool_call.id} ({ev.tool_call.name}) has no native result")
+    accounting = b.ledger.settle(b.events)
+    for r in accounting.problems():
+        kind = "unknown_record_type" if r.unknown_type else "unaccounted_record"
+        b.degrade(f"{r.file} record {r.seq} ({r.type}) {'of unknown type' if r.unknown_type else 'represented by no event'}")
+        b.events.append(NativeDiagnosticEvent(seq=1, timestamp=b.last_ts, run_id=run_id, source="normalizer",
+                                              conversation_turn=r.turn, diagnostic_type=kind,
+                                              detail={"source": r.source, "file": r.file, "seq": r.seq,
+                                                      "type": r.type, "turn": r.turn}))
     for turn, (out, err) in sorted((streams or {}).items()):
         src = f"native:reference/turn-{turn}"
         for i, text in enumerate(out.splitlines(), start=1):
@@ -250,7 +278,8 @@ def normalize_records(lines: Sequence[str], *, run_id: str, turns: Sequence[int]
             b.events.append(RawStderrEvent(seq=1, timestamp=b.last_ts, run_id=run_id, source=f"{src}.stderr",
                                            conversation_turn=turn, text=err))
     if not lines or not any(t.strip() for t in lines):
-        return NormalizedTrace(b.events, "unavailable", False, [*b.notes, f"{LOG_NAME} is missing or empty"])
+        return NormalizedTrace(b.events, "unavailable", False, [*b.notes, f"{LOG_NAME} is missing or empty"],
+                               accounting)
     expected = set(turns) if turns is not None else {e.conversation_turn for e in b.events
                                                      if e.conversation_turn is not None}
     missing = sorted(expected - b.completed_turns)
@@ -258,7 +287,7 @@ def normalize_records(lines: Sequence[str], *, run_id: str, turns: Sequence[int]
         b.notes.append(f"no completion record for turn(s) {missing}")
     complete = not missing
     status: StructuredTraceStatus = "complete" if complete and not b.degraded else "partial"
-    return NormalizedTrace(b.events, status, complete, b.notes)
+    return NormalizedTrace(b.events, status, complete, b.notes, accounting)
 
 
 def normalize_run(paths: RunPaths, outcomes: Sequence[TurnOutcome], run_id: str) -> NormalizedTrace:

@@ -18,6 +18,7 @@ from harnesses.native import turn_files
 from tests.harnesses.conftest import AT, Golden, dump, golden_cases, load_golden
 from tracetrial.trace import (
     SUPPORT_EVENT_TYPES,
+    AssistantMessageEvent,
     ContextCompactionEvent,
     NativeDiagnosticEvent,
     NativeEvent,
@@ -25,6 +26,7 @@ from tracetrial.trace import (
     RawStdoutEvent,
     SubagentLifecycleEvent,
     TaskCompletionEvent,
+    TokenUsageEvent,
     ToolEvent,
 )
 from tracetrial.trace_io import dump_events, renumber
@@ -286,7 +288,9 @@ def test_no_output_at_all_is_unavailable(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", golden_cases(HARNESS))
 def test_rule8_only_native_sources_and_no_framing_events(case: str) -> None:
     trace = run(load_golden(HARNESS, case))
-    assert {e.source for e in trace.events} <= {"native:claude_code/stdout", "native:claude_code/stderr"}
+    # the sub-agent transcript is a native source too (records the stream lacks: issue 18)
+    assert {e.source for e in trace.events} <= {"native:claude_code/stdout", "native:claude_code/stderr",
+                                                "native:claude_code/subagent"}
     framing = {e.event_type for e in trace.events} & SUPPORT_EVENT_TYPES
     assert framing <= {"raw_stdout", "raw_stderr"}
 
@@ -303,3 +307,65 @@ def test_manual_compaction_boundary_with_summary_from_the_transcript() -> None:
     assert after.tool_result is not None and after.tool_result.content == "one"
     (bare,) = [e for e in run(g, transcripts=False).events if isinstance(e, ContextCompactionEvent)]
     assert bare.summary is None and bare.summary_present is None  # not reconstructed without the transcript
+
+
+# ------------------------------------------------------------------ issue 18, part 6
+
+
+def test_a_subagents_text_only_reply_comes_from_its_transcript() -> None:
+    g = load_golden(HARNESS, "subagent")
+    on_stream = [json.loads(line) for line in stdout_lines(g)]
+    assert not [d for d in on_stream if d.get("type") == "assistant"
+                and {"type": "text", "text": "hi printed"} in (d.get("message") or {}).get("content", [])]
+    trace = run(g)
+    (reply,) = [e for e in trace.events if isinstance(e, AssistantMessageEvent) and e.content == "hi printed"]
+    assert (reply.principal_id, reply.principal_role, reply.parent_principal_id) == ("toolu_tt_c9338a84_1", "child",
+                                                                                     "main")
+    assert reply.source == "native:claude_code/subagent" and reply.conversation_turn == 1
+    # before the record that closes the child (its completion reaching the parent)
+    (done,) = [e for e in trace.events if isinstance(e, TaskCompletionEvent)]
+    assert trace.events.index(reply) < trace.events.index(done)
+    # a reply the stream carries (a background sub-agent) is not repeated from the transcript
+    background = run(load_golden(HARNESS, "subagent_background"))
+    replies = [e for e in background.events if isinstance(e, AssistantMessageEvent) and e.content == "hi printed"]
+    assert len(replies) == 1 and replies[0].source == SRC_STDOUT
+
+
+def test_usage_is_the_complete_model_usage_when_subagents_ran() -> None:
+    g = load_golden(HARNESS, "subagent")
+    (result,) = [json.loads(line) for line in stdout_lines(g) if json.loads(line).get("type") == "result"]
+    model_usage = result["modelUsage"]["probe"]
+    assert model_usage["inputTokens"] > result["usage"]["input_tokens"]  # the sub-agent's calls
+    (usage,) = [e for e in run(g).events if isinstance(e, TokenUsageEvent)]
+    assert usage.usage is not None
+    assert (usage.usage.input_tokens, usage.usage.output_tokens) == (model_usage["inputTokens"],
+                                                                     model_usage["outputTokens"])
+
+
+def test_a_background_shell_task_is_the_parents_process_not_a_child_principal(tmp_path: Path) -> None:
+    g = load_golden(HARNESS, "subagent_background").copy_to(tmp_path / "g")
+    lines = []
+    for text in stdout_lines(g):
+        data = json.loads(text)
+        if data.get("parent_tool_use_id"):
+            continue  # a shell task has no records of its own model
+        for block in (data.get("message") or {}).get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "Agent":
+                block["name"], block["input"] = "Bash", {"command": "sleep 1; echo hi", "run_in_background": True}
+        if data.get("task_type") == "local_agent":
+            data["task_type"] = "local_bash"
+        for task in data.get("tasks") or []:
+            task["task_type"] = "local_bash"
+        lines.append(json.dumps(data))
+    rewrite(g, lines)
+    trace = run(g, transcripts=False)
+    call = "toolu_tt_51e35b5d_1"
+    assert all(e.principal_id in ("main", None) and e.principal_role in ("main", None) for e in trace.events)
+    assert not [e for e in trace.events if isinstance(e, (SubagentLifecycleEvent, TaskCompletionEvent))
+                and getattr(e, "child_principal_id", None) == call]
+    pending = [e.pending_child_ids for e in trace.events if isinstance(e, SubagentLifecycleEvent)]
+    assert pending and all(p == [] for p in pending)
+    task_events = [e for e in trace.events if isinstance(e, NativeEvent)
+                   and (e.native_event_type or "").startswith("system/task_")]
+    assert {e.native_event_type for e in task_events} >= {"system/task_started/local_bash",
+                                                          "system/task_notification/local_bash"}
