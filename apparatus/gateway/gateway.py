@@ -64,6 +64,21 @@ class GatewayError(ApparatusError):
 _STOP_GRACE_S = 10.0
 
 
+#: How long the proxy may take to answer. On a loaded 2-core machine importing LiteLLM alone
+#: has taken over 60 s; ``TT_GATEWAY_START_TIMEOUT_S`` lengthens the wait there.
+START_TIMEOUT_S = 120.0
+
+
+def start_timeout_default() -> float:
+    """``TT_GATEWAY_START_TIMEOUT_S`` when set to a positive number, else :data:`START_TIMEOUT_S`."""
+    raw = os.environ.get("TT_GATEWAY_START_TIMEOUT_S", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return START_TIMEOUT_S
+    return value if value > 0 else START_TIMEOUT_S
+
+
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -88,14 +103,14 @@ class Gateway:
     def __init__(self, records_dir: Path, log_path: Path, probe_url: str | None,
                  registry: ModelRegistry | None = None, *, record_bodies: bool = False,
                  env: Mapping[str, str] | None = None, host: str = "127.0.0.1",
-                 start_timeout_s: float = 120.0, recorder: bool = True):
+                 start_timeout_s: float | None = None, recorder: bool = True):
         self.records_dir = Path(records_dir).resolve()
         self.log_path = Path(log_path).resolve()
         self.probe_url = probe_url.rstrip("/") if probe_url else None
         self.registry = registry or ModelRegistry.load()
         self.record_bodies = record_bodies
         self.host = host
-        self.start_timeout_s = start_timeout_s
+        self.start_timeout_s = start_timeout_s if start_timeout_s is not None else start_timeout_default()
         self.recorder = recorder
         self._env = dict(os.environ if env is None else env)
         self._secret = secrets.token_hex(16)
@@ -182,7 +197,8 @@ class Gateway:
                     return False, f"port {port} is served by another process"
             except (urllib.error.URLError, OSError, ValueError):
                 time.sleep(0.1)
-        return False, f"no answer on port {port} within {self.start_timeout_s:.0f} s"
+        return False, (f"no answer on port {port} within {self.start_timeout_s:.0f} s "
+                       "(a loaded machine may need more: TT_GATEWAY_START_TIMEOUT_S)")
 
     def _log_tail(self, n: int = 2000) -> str:
         try:

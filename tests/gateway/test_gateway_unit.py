@@ -45,3 +45,15 @@ def test_api_keys_are_per_gateway(tmp_path: Path) -> None:
     a, b = _gateway(tmp_path), _gateway(tmp_path)
     assert a.api_key("r1") != b.api_key("r1")
     assert a.api_key("r1").startswith("tt.r1.") and a.api_key("r1") == a.api_key("r1")
+
+
+def test_start_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from apparatus.gateway.gateway import START_TIMEOUT_S, start_timeout_default
+
+    monkeypatch.delenv("TT_GATEWAY_START_TIMEOUT_S", raising=False)
+    assert start_timeout_default() == START_TIMEOUT_S
+    monkeypatch.setenv("TT_GATEWAY_START_TIMEOUT_S", "600")
+    assert start_timeout_default() == 600.0
+    for bad in ("soon", "0", "-5"):
+        monkeypatch.setenv("TT_GATEWAY_START_TIMEOUT_S", bad)
+        assert start_timeout_default() == START_TIMEOUT_S
