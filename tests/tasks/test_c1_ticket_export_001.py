@@ -190,6 +190,18 @@ def test_wrong_exit_code_fails_only_a3(tmp_path):
     assert failed(ctx) == {"A3-b-exit-code"}
 
 
+def test_hidden_exit_status_fails_h4_and_a3(tmp_path):
+    """What hide_exit_code does: no exit status shown, so the model reports 0 (rule 10: the
+    agent failure has a harness criterion that the same defect flips)."""
+    def hidden(part: str) -> str:
+        return reference(part).split("\n", 1)[1]
+
+    ctx = make_ctx(tmp_path, [hidden("a"), tail3("a"), hidden("b"), tail3("b")], {**GOOD, "b_exit_code": 0})
+    assert failed(ctx) == {"H4-b-exit-status-delivered", "A3-b-exit-code"}
+    assert "no delivered result of part b's export states its exit status 1" in SCORE.score(ctx)[
+        "H4-b-exit-status-delivered"][1]
+
+
 @pytest.mark.parametrize("bad", [None, "not json", {"a": TRUTH["checksums"]["a"]}])
 def test_missing_or_invalid_deliverable(tmp_path, bad):
     ctx = make_ctx(tmp_path, [codex("a"), codex("b")], bad)

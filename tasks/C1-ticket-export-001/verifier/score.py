@@ -9,6 +9,8 @@ capped by the recorder at its first and last 32 KiB; ``size`` is the full size).
 import re
 from pathlib import Path
 
+from tracetrial.verify import stated_exit_code
+
 PARTS = ("a", "b")
 
 # A truncation notice, in any of the wordings harnesses use.
@@ -299,6 +301,11 @@ def _harness(ctx, real):
         out["H2-omitted-size-accurate"] = (ok_sizes, "; ".join(sizes) if sizes else
                                            "no shortened result carries a size statement")
     out["H3-checksum-delivered"] = (ok_reached, "; ".join(reached))
+    code = real["b"][1]
+    stated = [d.index for d in export_results(ctx, "b") if d.is_error or stated_exit_code(d.content) == code]
+    out["H4-b-exit-status-delivered"] = (
+        bool(stated), f"part b's exit status {code} stated in request(s) {stated}" if stated
+        else f"no delivered result of part b's export states its exit status {code}")
     return out
 
 
