@@ -83,7 +83,9 @@ class Owner:
     @property
     def name(self) -> str:
         """The folder name of this owner's session folder."""
-        return f"{PREFIX}{self.host}-{self.pid}-{self.start}"
+        # Fixed width: paths under this folder reach the model (workspace, HOME), and a name
+        # whose length changed with the pid would change the probe runs' token counts.
+        return f"{PREFIX}{self.host}-{self.pid:07d}-{self.start:012d}"
 
     def alive(self) -> bool:
         """Still running (on another host: assumed so, we cannot tell)."""

@@ -63,6 +63,8 @@ _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
 _PROBE_ID = re.compile(r"(msg_tt_|resp_tt_|chatcmpl-tt)[0-9a-f]{24}")
 _PORT = re.compile(r"\b(127\.0\.0\.1|localhost):\d{2,5}\b")
 _CHUNK = re.compile(r"Chunk ID: [0-9a-f]+")
+#: Codex names its rollout files by the session's start time (``source_records`` cite them).
+_ROLLOUT_TIME = re.compile(r"rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-")
 _WALL = re.compile(r"Wall time: [0-9.]+ seconds")
 _EXEC = re.compile(r"session ID (\d+)")
 _TOOL_RESULTS = re.compile(r"/tool-results/[A-Za-z0-9_.-]+")
@@ -135,6 +137,7 @@ class _Masker:
         s = _PROBE_ID.sub(lambda m: m.group(1) + self.number("probe-id", m.group(0)), s)
         s = _PORT.sub(lambda m: f"{m.group(1)}:<port>", s)
         s = _CHUNK.sub("Chunk ID: <chunk>", s)
+        s = _ROLLOUT_TIME.sub("rollout-<time>-", s)
         s = _WALL.sub("Wall time: <wall> seconds", s)
         s = _EXEC.sub(lambda m: "session ID " + self.number("exec", m.group(1)), s)
         s = _TOOL_RESULTS.sub("/tool-results/<file>", s)
