@@ -118,7 +118,9 @@ def mutate(lines: list[str], kind: str, i: int, j: int, harness: str) -> list[st
             return out
         if harness == "openclaw" and isinstance(data.get("event"), dict):
             data["event"]["type"] = "tt_unknown_type"
-        elif harness == "deepseek" and isinstance(data.get("method"), str):
+        elif harness == "deepseek":
+            # JSON-RPC types a message by its method (a response has none: a "type" key would be
+            # an ignored extra member, not another type); with a method it is an unknown message
             data["method"] = "tt.unknown"
         else:
             data["type"] = "tt_unknown_type"
@@ -293,3 +295,25 @@ def test_openclaw_error_text_of_a_failed_call_is_a_diagnostic_not_a_model_messag
                 and e.source == "native:openclaw/transcript" and e.source_event_seq == 5]
     (diag,) = [e for e in trace.events if isinstance(e, NativeDiagnosticEvent) and e.diagnostic_type == "assistant_error"]
     assert diag.detail["text"] == ["500 Internal server error"]
+
+
+@pytest.mark.slow  # ~2,000 normalizations; the property test above samples the same space quickly
+@pytest.mark.parametrize(("harness", "case"), CASES)
+@pytest.mark.parametrize("kind", ["cut", "unknown"])
+def test_every_single_record_cut_or_retyped_is_named(harness: str, case: str, kind: str, tmp_path: Path) -> None:
+    """Exhaustive over every line of every accounted golden file: a cut record or an unknown type
+    is accounted and never leaves the trace silently ``complete`` (the sampled test once missed
+    a JSON-RPC response, whose type is the absence of a method)."""
+    g0 = load_golden(harness, case)
+    for pick, source in enumerate(sorted(record_files(g0).values())):
+        generic = harness == "openclaw" and "trajectory" in source.name
+        for i in range(len(source.read_text(encoding="utf-8").splitlines())):
+            g = g0.copy_to(tmp_path / f"{pick}-{i}")
+            path = sorted(record_files(g).values())[pick]
+            lines = path.read_text(encoding="utf-8").splitlines()
+            changed = mutate(lines, kind, i, i, harness)
+            path.write_text("\n".join(changed) + "\n", encoding="utf-8")
+            trace = normalize(g)
+            assert_accounted(g, trace)
+            if changed != lines and trace.structured_trace_status != "unavailable" and not generic:
+                assert trace.structured_trace_status == "partial", f"{path.name}:{i + 1} {kind} left the trace complete"
