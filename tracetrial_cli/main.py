@@ -153,6 +153,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     discovered = discover(tasks_dir)
     broken = [p for p in discovered if isinstance(p, BrokenPack)]
     packs = [p for p in discovered if isinstance(p, TaskPack)]
+    if args.only:
+        wanted = {t.strip() for t in args.only.split(",") if t.strip()}
+        unknown = sorted(wanted - {p.id for p in packs} - {p.id for p in broken})
+        if unknown:
+            print(f"error: --only names no pack under {tasks_dir}: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        all_packs, packs = packs, [p for p in packs if p.id in wanted]
+        broken = [p for p in broken if p.id in wanted]
+    else:
+        all_packs = packs
     record_path = Path(args.record) if args.record else None
     reference_version = ReferenceAdapter().version()
     record = load_record(record_path) if record_path else None
@@ -175,7 +185,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         variants = ",".join(["reference", *(f"reference+{m}" for m in mutants)])
         argv = [str(tasks_dir), f"--tt-harness={variants}", "--tt-model=probe", f"--tt-output={output}", "-q",
                 "-p", "no:cacheprovider"]
-        if len(to_run) < len(packs):
+        if len(to_run) < len(discovered):
             argv += ["-k", " or ".join(to_run)]
         if args.workers:
             argv += ["-n", str(args.workers)]
@@ -185,7 +195,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         pytest.main(argv)
     report = calibrate(output, [p for p in packs if p.id in set(to_run)], mutants)
     if record is not None and record_path is not None:
-        updated, report = merge(record, report, packs, reference_version, mutants)
+        # every pack of the suite: the ones --only leaves out keep their recorded entries
+        updated, report = merge(record, report, all_packs, reference_version, mutants)
+        if args.only:
+            chosen = {p.id for p in packs}
+            # left as recorded, stale or not: --only measures nothing else, so it judges nothing else
+            for task_id, entry in record.tasks.items():
+                if task_id not in chosen and task_id in {p.id for p in all_packs}:
+                    updated.tasks.setdefault(task_id, entry)
+            report.rows = [r for r in report.rows if r.task in chosen]
         write_record(record_path, updated)
     print("\n".join(format_table(report, only_nonempty=not args.full)))
     for pack in broken:
@@ -285,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="reference harness + mutants over the suite; discrimination table")
     p.add_argument("--tasks", default="tasks")
     p.add_argument("--output", default="outputs/calibration")
+    p.add_argument("--only", metavar="ID[,ID]", help="calibrate only these packs (others are left as recorded)")
     p.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers")
     p.add_argument("--rerun", action="store_true", help="re-run finished cells")
     p.add_argument("--report-only", action="store_true", help="only read an existing archive")

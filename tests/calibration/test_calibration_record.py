@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from reports.calibration_record import load_record, merge, stale_tasks, write_re
 from tests.calibration.test_calibration_table import A, H, cell
 from tests.conftest import EXAMPLE_PACK
 from tracetrial.task import TaskPack, load_task, pack_digest
+
+REPO = Path(__file__).resolve().parents[2]
 
 MUTANTS = ["drop_stderr", "hide_exit_code"]
 REF = "0.1.0+src.aaaaaaaaaaaa"
@@ -106,3 +109,23 @@ def test_sample_is_reproducible_and_bounded() -> None:
 def test_h_and_a_are_the_example_packs_criteria(pack: TaskPack) -> None:
     ids = {c.id for c in pack.harness_rubric.criteria} | {c.id for c in pack.agent_rubric.criteria}
     assert set(H) | set(A) <= ids
+
+
+def test_only_reports_the_named_packs_and_keeps_the_others_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``calibrate --only`` (one pack at a time while others are being written) runs and reports just
+    that pack; the record keeps every other task's entry as it was."""
+    from tracetrial_cli.main import main as cli
+
+    record = tmp_path / "record.json"
+    shutil.copy(REPO / "ci" / "calibration" / "probe.json", record)
+    before = json.loads(record.read_text(encoding="utf-8"))
+    cli(["calibrate", "--only", "E1-build-status-001", "--record", str(record), "--report-only",
+         "--output", str(tmp_path / "out")])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("reference")]
+    assert rows and all(" E1-build-status-001 " in line for line in rows)
+    after = json.loads(record.read_text(encoding="utf-8"))["tasks"]
+    assert {k: v for k, v in after.items() if k != "E1-build-status-001"} == {
+        k: v for k, v in before["tasks"].items() if k != "E1-build-status-001"}
+    assert cli(["calibrate", "--only", "no-such-pack", "--output", str(tmp_path / "out")]) == 2
