@@ -33,7 +33,7 @@ from pathlib import Path
 
 from apparatus.sandbox.code import code_data_paths, code_paths
 
-__all__ = ["ETC_ENTRIES", "SYSTEM_PATHS", "Exposure", "collect_records", "exposure"]
+__all__ = ["ETC_ENTRIES", "SYSTEM_PATHS", "Exposure", "collect_records", "copy_record", "exposure", "is_record", "is_record_folder"]
 
 #: Host folders of programs and shared libraries (bwrap); merged-``/usr`` symlinks
 #: (``/bin -> usr/bin``) are reproduced as symlinks.
@@ -108,3 +108,34 @@ def collect_records(src: Path, dest: Path, only: Sequence[str] | None = None) ->
             shutil.copyfile(file, target, follow_symlinks=False)
             copied.append(target)
     return copied
+
+
+def is_record(path: Path, scratch: Path) -> bool:
+    """Whether ``path`` may be read on the host as a record a confined process left in
+    ``scratch``: a regular file (never a symlink or a special file) whose real location is
+    inside ``scratch`` (a symlinked folder on the way could point anywhere on the host).
+    Adapters that pick their records by pattern (``glob``) ask this before reading one."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    if path.is_symlink() or not stat.S_ISREG(mode):
+        return False
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(scratch))
+
+
+def copy_record(path: Path, target: Path, scratch: Path) -> Path | None:
+    """Copy one record ``path`` (see :func:`is_record`) to ``target`` in the archive; ``None``
+    (nothing copied) when it is not a record of ``scratch``."""
+    if not is_record(path, scratch):
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, target, follow_symlinks=False)
+    return target
+
+
+def is_record_folder(path: Path, scratch: Path) -> bool:
+    """Whether ``path`` is a real folder (not a symlink) whose real location is inside
+    ``scratch``, so :func:`collect_records` may walk it."""
+    return (not path.is_symlink() and path.is_dir()
+            and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(scratch)))

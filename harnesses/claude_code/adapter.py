@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import ClassVar
 
+from apparatus.sandbox.policy import collect_records, copy_record, is_record_folder
 from harnesses.base import (
     HarnessCapabilities,
     NormalizedTrace,
@@ -158,13 +159,16 @@ class ClaudeCodeAdapter(CliAdapter):
         ``subagents/``) to ``native/transcripts/``."""
         dest = ctx.paths.native / "transcripts"
         copied: list[Path] = []
+        # HOME is agent-writable: records only (regular files really inside HOME, no symlink
+        # followed), so a planted link never archives a host file as the harness's transcript
         for transcript in sorted((ctx.home / ".claude" / "projects").glob("*/*.jsonl")):
-            dest.mkdir(parents=True, exist_ok=True)
-            copied.append(Path(shutil.copy2(transcript, dest / transcript.name)))
+            target = copy_record(transcript, dest / transcript.name, ctx.home)
+            if target is None:
+                continue
+            copied.append(target)
             extras = transcript.with_suffix("")
-            if extras.is_dir():
-                shutil.copytree(extras, dest / extras.name, dirs_exist_ok=True)
-                copied += sorted(p for p in (dest / extras.name).rglob("*") if p.is_file())
+            if is_record_folder(extras, ctx.home):
+                copied += collect_records(extras, dest / extras.name)
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:

@@ -23,6 +23,7 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
+from apparatus.sandbox.policy import copy_record
 from harnesses.base import (
     HarnessCapabilities,
     NormalizedTrace,
@@ -185,8 +186,10 @@ class CodexAdapter(CliAdapter):
                 found[rollout.name] = rollout
         copied: list[Path] = []
         for name, rollout in sorted(found.items()):
-            dest.mkdir(parents=True, exist_ok=True)
-            copied.append(Path(shutil.copy2(rollout, dest / name)))
+            # CODEX_HOME is agent-writable: a planted symlink is never followed
+            target = copy_record(rollout, dest / name, ctx.home)
+            if target is not None:
+                copied.append(target)
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:

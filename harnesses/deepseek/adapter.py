@@ -45,6 +45,7 @@ from importlib.metadata import version as dist_version
 from pathlib import Path
 from typing import Any, ClassVar
 
+from apparatus.sandbox.policy import collect_records, copy_record, is_record, is_record_folder
 from harnesses.base import (
     HarnessAdapter,
     HarnessCapabilities,
@@ -266,13 +267,13 @@ class DeepSeekAdapter(HarnessAdapter):
         root = self.session_root(ctx)
         if not root.is_dir():
             return copied
+        # the session root and TMPDIR are agent-writable: records only, no symlink followed
         for log in sorted(root.glob("*/*/session.jsonl.zstd")):
+            if not is_record(log, ctx.home) or not is_record_folder(log.parent, ctx.home):
+                continue
             dest = ctx.paths.native / "sessions" / log.parent.name
             dest.mkdir(parents=True, exist_ok=True)
-            for f in sorted(p for p in log.parent.rglob("*") if p.is_file()):
-                target = dest / f.relative_to(log.parent)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                copied.append(Path(shutil.copy2(f, target)))
+            copied += collect_records(log.parent, dest)
             text = zstd_decompress(log)
             if text is not None:
                 (dest / "session.jsonl").write_bytes(text)
@@ -280,10 +281,9 @@ class DeepSeekAdapter(HarnessAdapter):
         # Full outputs of truncated bash results ("[output truncated; full output: <path>]"),
         # written by the runtime's subprocess plugin under TMPDIR.
         for spill in sorted((ctx.home / "tmp").glob("dsh-subprocess-*/*")):
-            if spill.is_file():
-                target = ctx.paths.native / "spill" / spill.parent.name / spill.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                copied.append(Path(shutil.copy2(spill, target)))
+            kept = copy_record(spill, ctx.paths.native / "spill" / spill.parent.name / spill.name, ctx.home)
+            if kept is not None:
+                copied.append(kept)
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:

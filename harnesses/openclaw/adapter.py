@@ -41,12 +41,12 @@ import base64
 import json
 import math
 import os
-import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
+from apparatus.sandbox.policy import collect_records, is_record, is_record_folder
 from harnesses.base import (
     HarnessCapabilities,
     NormalizedTrace,
@@ -258,17 +258,17 @@ class OpenClawAdapter(CliAdapter):
         """Dump the session SQLite tables of every agent to ``native/openclaw/<agent>/<table>.jsonl``
         and copy OpenClaw's log files to ``native/openclaw-logs/``."""
         copied: list[Path] = []
+        # the state and log folders are agent-writable: records only, no symlink followed
         for db in sorted(self.state_dir(ctx).glob("agents/*/agent/openclaw-agent.sqlite")):
+            if not is_record(db, ctx.home):
+                continue
             agent = db.parent.parent.name
             dest = ctx.paths.native / "openclaw" / agent
             dest.mkdir(parents=True, exist_ok=True)
             copied += dump_session_store(db, dest)
         logs = self.log_dir(ctx)
-        if logs.is_dir():
-            for log in sorted(p for p in logs.rglob("*") if p.is_file()):
-                target = ctx.paths.native / "openclaw-logs" / log.relative_to(logs)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                copied.append(Path(shutil.copy2(log, target)))
+        if is_record_folder(logs, ctx.home):
+            copied += collect_records(logs, ctx.paths.native / "openclaw-logs")
         return copied
 
     def normalize(self, paths: RunPaths, outcomes: list[TurnOutcome], run_id: str) -> NormalizedTrace:
