@@ -127,6 +127,11 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
                     # the judge actually asked (none for a run without judged criteria): the
                     # archive-replay judge of ``rescore`` then reports the same name
                     judge=judge.name if judge is not None and ev.judge_records else None)
+    # Reasons quote the run (a verifier's message, an exception's text, a judge's words): the
+    # score is redacted like every other archived file before it is written or shown, so a
+    # planted secret never reaches combined_score.json, the terminal or a report.
+    redactor = Redactor.from_environment(extra=task.spec.secrets)
+    score = CombinedScore.model_validate(redactor.value(score.model_dump(mode="json", by_alias=True)))
     if write:
         # Scoring writes only into a cell whose files verify, then re-seals it (score
         # included); into a tampered or half-written cell it writes nothing, so neither the

@@ -41,6 +41,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,9 @@ class DockerSandbox(Sandbox):
             import docker
 
             client = docker.from_env(timeout=60)
-            for c in client.containers.list(all=True, filters={"label": f"{CELL_LABEL}={self.cell}"}):
+            for c in listed(client, f"{CELL_LABEL}={self.cell}"):
                 try:
-                    c.remove(force=True)
+                    client.api.remove_container(c.id, force=True)
                 except docker.errors.DockerException:
                     pass
             client.close()
@@ -230,17 +231,37 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+@dataclass(frozen=True)
+class Listed:
+    """One container as the engine's list call returned it."""
+
+    id: str
+    name: str
+    labels: dict[str, str]
+
+
+def listed(client: Any, label: str) -> list[Listed]:
+    """Containers (running or not) with ``label``, from the list call alone. The SDK's
+    ``containers.list`` inspects each container after listing it and raises ``NotFound`` when
+    one was removed in between (a cell ending at that moment): a sparse listing has no race."""
+    out = []
+    for c in client.containers.list(all=True, sparse=True, filters={"label": label}):
+        names = c.attrs.get("Names") or [c.id]
+        out.append(Listed(id=c.id, name=str(names[0]).lstrip("/"), labels=dict(c.attrs.get("Labels") or {})))
+    return out
+
+
 def sweep_orphans(client: Any) -> list[str]:
     """Remove containers of cells whose owning process (on this host) is gone — left by a
     session that was killed outright. Returns their names."""
     host = socket.gethostname()
     removed = []
-    for c in client.containers.list(all=True, filters={"label": CELL_LABEL}):
+    for c in listed(client, CELL_LABEL):
         owner_host, _, pid = str(c.labels.get(OWNER_LABEL, "")).rpartition(":")
         if owner_host != host or not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         try:
-            c.remove(force=True)
+            client.api.remove_container(c.id, force=True)
             removed.append(c.name)
         except Exception:  # noqa: BLE001, S110 - another sweeper won the race
             pass

@@ -132,3 +132,19 @@ def test_a_verifier_that_kills_its_own_process(make_pack, make_run):
     assert score.attribution.label == "apparatus_invalid"
     assert "verifier process ended without a result (exit code 3)" in _failed(score)["verifier"]
     assert os.getpid()  # this process is still here
+
+
+PLANTED = "ttk_live_5d1c0e7a9b"
+QUOTES = f"def score(ctx):\n    return {{'A1': (False, 'found {PLANTED} in out.txt')}}\n"
+RAISES_QUOTING = f"def score(ctx):\n    raise ValueError('bad token {PLANTED}')\n"
+
+
+@pytest.mark.parametrize("score_py", [QUOTES, RAISES_QUOTING], ids=["reason", "exception"])
+def test_a_planted_secret_quoted_by_the_verifier_never_reaches_the_score(make_pack, make_run, score_py):
+    """A verifier's reason or exception text that quotes a planted secret is redacted in
+    ``combined_score.json`` and in the score the plugin prints, like every archived file."""
+    run_dir = _run(make_pack, make_run, score_py, spec={"secrets": [PLANTED]})
+    score = _score(run_dir)
+    assert PLANTED not in score.model_dump_json()
+    text = (run_dir / "artifacts" / "llm_judge" / "combined_score.json").read_text(encoding="utf-8")
+    assert PLANTED not in text and ("found" in text or "bad token" in text)
