@@ -7,21 +7,22 @@ writes to stdout/stderr is appended, as it arrives, to the *current* turn's file
 (:meth:`Runtime.route`), and every request we send is logged to the turn's
 ``requests.jsonl`` — the wire, verbatim, is the native stream the normalizer reads.
 
-The process runs in its own process group; :meth:`Runtime.kill` ends the group (the runtime
-and any bash children), which is how a turn's wall clock is enforced.
+The process runs under the lifetime supervisor (:mod:`apparatus.lifetime`) in its own process
+group; :meth:`Runtime.kill` ends its whole tree (the runtime and any bash children, wherever
+their session), which is how a turn's wall clock is enforced.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+from apparatus.lifetime import spawn, stop
 
 
 class Runtime:
@@ -38,10 +39,10 @@ class Runtime:
         self._next = 0
         self._reap = reap  # the sandbox's: removes what a killed wrapper left (a container)
         self.route(stdout, stderr, requests)
-        self.proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
-        )
+        # Under the lifetime supervisor like every turn's process: the runtime's whole tree
+        # (bash children in sessions of their own included) ends with the run, or with us.
+        self.proc, _ = spawn(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
         self._threads = [
             threading.Thread(target=self._read_stdout, name="tt-dsh-stdout", daemon=True),
             threading.Thread(target=self._read_stderr, name="tt-dsh-stderr", daemon=True),
@@ -130,22 +131,9 @@ class Runtime:
         return self.proc.poll() is None and not self.closed
 
     def kill(self, grace_s: float = 2.0) -> None:
-        """End the whole process group (the runtime and its bash children)."""
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                self.proc.wait(timeout=wait)
-                if sig == signal.SIGTERM:
-                    try:  # children that outlived the runtime
-                        os.killpg(self.proc.pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        """End the runtime and everything it started (the supervisor ends the whole tree,
+        children that left the process group included), then what a killed wrapper left."""
+        stop(self.proc, grace_s=grace_s)
         if self._reap is not None:
             self._reap()
         self._finish()

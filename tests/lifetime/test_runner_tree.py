@@ -103,3 +103,23 @@ def test_kill_group_returns_when_the_group_is_empty(tmp_path: Path, trap: bool) 
         assert left == [] and not running(member_pid), f"still running: {left}"
     finally:
         kill_quietly(member_pid)
+
+
+def test_a_setsid_child_of_the_deepseek_runtime_is_gone_after_kill(tmp_path: Path) -> None:
+    """DeepSeek Harness's JSON-RPC runtime lives across turns outside ``run_process``; it runs
+    under the same supervisor, so killing it (a turn's wall clock, the run's end) also ends a
+    child that left its process group."""
+    from harnesses.deepseek.rpc import Runtime
+
+    work = tmp_path / "workspace"
+    work.mkdir()
+    runtime = Runtime(["sh", "-c", ESCAPE + WAIT_ESCAPED + "cat"], env={"PATH": os.environ["PATH"]}, cwd=work,
+                      stdout=tmp_path / "out.txt", stderr=tmp_path / "err.txt", requests=tmp_path / "req.jsonl")
+    escaped = wait_pid_file(work / "escaped.pid")
+    try:
+        assert runtime.alive and running(escaped)
+        runtime.kill(grace_s=0.5)
+        assert not runtime.alive
+        assert not running(escaped), "the setsid child outlived the killed runtime"
+    finally:
+        kill_quietly(escaped)
