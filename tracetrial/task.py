@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from tracetrial.errors import TaskPackError, TaskPackErrors
 from tracetrial.model import StrictModel
+from tracetrial.redact import REDACTED, Redactor
 from tracetrial.rubric import Rubric
 from tracetrial.taxonomy import COMPONENTS, PROPERTIES, collision_free
 
@@ -377,6 +378,20 @@ def _python_problems(root: Path, errors: list[TaskPackError]) -> None:
                                         fix="save the file as UTF-8 Python source"))
 
 
+def _snapshot_problems(path: Path, rel: str, secrets: list[str]) -> list[TaskPackError]:
+    """The archive seals a redacted snapshot of ``task.yaml`` (every planted secret becomes
+    ``[REDACTED]``) and re-scoring loads it: a secret written unquoted there would turn into a
+    YAML list and the archived cell could never be scored again. Caught here, at the source."""
+    redacted = Redactor(set(secrets)).text(path.read_text(encoding="utf-8"))
+    try:
+        TaskSpec.model_validate(yaml.safe_load(redacted))
+    except (yaml.YAMLError, ValidationError):
+        return [TaskPackError(rel, f"a planted secret is not quoted: the archived snapshot replaces it with {REDACTED}, "
+                              "which unquoted YAML reads as a list, and the cell could not be re-scored",
+                              field="secrets", fix='quote every secret (and any other place it appears): - "ttk_live_..."')]
+    return []
+
+
 def load_task(root: Path) -> TaskPack:
     """Load and validate one pack; raise :class:`TaskPackErrors` listing every problem."""
     root = root.resolve()
@@ -410,6 +425,9 @@ def load_task(root: Path) -> TaskPack:
                 errors.append(TaskPackError(rel("task.yaml"), f"id {spec.id!r} contains another component's name, so "
                                             "`-k <that component>` would select its cells", field="id",
                                             fix=f"use a slug without it, e.g. {collision_free(spec.id, spec.component)!r}"))
+
+    if spec is not None and spec.secrets:
+        errors += _snapshot_problems(root / "task.yaml", rel("task.yaml"), spec.secrets)
 
     prompt_path = root / "prompt.md"
     prompt = ""

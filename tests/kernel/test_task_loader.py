@@ -114,3 +114,20 @@ def test_broken_pack_does_not_hide_others(example_pack: Path) -> None:
     found = discover(example_pack.parent)
     assert [type(p) for p in found] == [TaskPack, BrokenPack]
     assert isinstance(found[1], BrokenPack) and "malformed YAML" in str(found[1].error)
+
+
+@pytest.mark.parametrize("form", ["flow", "block"])
+def test_an_unquoted_secret_is_refused_where_the_snapshot_would_break(example_pack: Path, form: str) -> None:
+    """The archive seals a redacted snapshot of task.yaml ([REDACTED] for every planted secret);
+    unquoted, that is a YAML list and the archived cell could never be re-scored."""
+    path = example_pack / "task.yaml"
+    text = path.read_text(encoding="utf-8")
+    line = "secrets: [ttk_live_a8f3c2d9e1b7]\n" if form == "flow" else "secrets:\n  - ttk_live_a8f3c2d9e1b7\n"
+    path.write_text(text + line, encoding="utf-8")
+    message = errors_of(example_pack)
+    assert "secrets" in message and "not quoted" in message and "quote every secret" in message
+    path.write_text(text + 'secrets: ["ttk_live_a8f3c2d9e1b7"]\n', encoding="utf-8")
+    assert load_task(example_pack).spec.secrets == ["ttk_live_a8f3c2d9e1b7"]
+    # what the archive keeps loads too
+    path.write_text(text + 'secrets: ["[REDACTED]"]\n', encoding="utf-8")
+    assert load_task(example_pack).spec.secrets == ["[REDACTED]"]
