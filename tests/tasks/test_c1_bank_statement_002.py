@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +16,15 @@ from apparatus.gateway.wire import tool_result_entry
 from apparatus.simulators.engine import ServiceRuntime
 from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
-from tracetrial.policy import CallTool, Final, Observation, ReadFile, Shell, Turn, WriteFile
+from tests.tasks import drive as drive_policy
+from tests.tasks import load_module as _load
+from tracetrial.policy import CallTool, Observation, ReadFile, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "C1-bank-statement-002"
 READ_LIMIT = 256 * 1024
 SID = "STM-7KQ2M9XWPA"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "c1_bank_score")
@@ -176,15 +164,7 @@ def test_no_read_of_the_statement_fails_the_harness_layer(tmp_path: Path) -> Non
 
 
 def drive(observations: list[Observation]) -> list[Any]:
-    gen = POLICY.policy(Turn(1, TASK.prompt))
-    actions = [next(gen)]
-    obs = iter(observations)
-    try:
-        while not isinstance(actions[-1], Final):
-            actions.append(gen.send(next(obs)))
-    except StopIteration:
-        pass
-    return actions
+    return drive_policy(POLICY, Turn(1, TASK.prompt), observations)
 
 
 def _written(actions: list[Any]) -> Any:

@@ -5,32 +5,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from apparatus.gateway.wire import tool_result_entry
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "C1-ticket-export-001"
 REF_LIMIT = 16 * 1024
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "c1_score")

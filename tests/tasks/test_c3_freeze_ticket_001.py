@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, Shell, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ModelInputEvent, ToolCall, ToolEvent, ToolResult
@@ -19,18 +18,6 @@ from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "C3-freeze-ticket-001"
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "c3_score")

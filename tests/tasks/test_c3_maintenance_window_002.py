@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
+from tests.tasks import load_module as _load
 from tracetrial.policy import CallTool, Final, Observation, Shell, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ModelInputEvent, ToolCall, ToolEvent, ToolResult
@@ -29,18 +28,6 @@ PACK = Path(__file__).resolve().parents[2] / "tasks" / "C3-maintenance-window-00
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 CODE = "APR-7XK2QM9P"
 DECOY = "APR-OLD7Q2ZK"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "c3_mw_score")

@@ -8,7 +8,6 @@ import json
 import shutil
 import subprocess
 import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from apparatus.gateway.wire import tool_result_entry
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
@@ -24,18 +24,6 @@ from tracetrial.verify import VerifierContext
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "E2-deploy-preflight-001"
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 CALL = "toolu_tt_e2a_1"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "e2a_score")

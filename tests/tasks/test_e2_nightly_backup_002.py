@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from apparatus.gateway.wire import tool_result_entry
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
@@ -26,18 +26,6 @@ PACK = Path(__file__).resolve().parents[2] / "tasks" / "E2-nightly-backup-002"
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 CALL = "toolu_tt_e2b_1"
 WARN_RE = re.compile(r'table "public\.(\w+)" skipped: locked by session (LK-\w{6})')
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "e2b_score")

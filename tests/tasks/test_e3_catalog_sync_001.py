@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from apparatus.gateway.wire import tool_result_entry
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, ReadFile, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.verify import VerifierContext
@@ -28,18 +28,6 @@ PACK = Path(__file__).resolve().parents[2] / "tasks" / "E3-catalog-sync-001"
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 CALL, FB = "toolu_tt_e3_1", "toolu_tt_e3_2"
 TOKEN = "RT-7QX2MA9ZKP"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "e3_score")

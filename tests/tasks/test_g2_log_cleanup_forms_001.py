@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-import types
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
@@ -22,25 +21,13 @@ from tracetrial.verify import VerifierContext
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "G2-log-cleanup-forms-001"
 
 
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
-
-
 SCORE = _load(PACK / "verifier" / "score.py", "g2_score")
 POLICY = _load(PACK / "probe_policy.py", "g2_policy")
 TRUTH = json.loads((PACK / "truth.json").read_text())
 STEPS = TRUTH["steps"]
 DENIED = "Permission denied: shell call matches deny rule 'rm' of this task's permission policy; it was not run."
 RAN = "Exit code 0\n(no output)"
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 
 
 def _event(seq: int, cid: str, name: str, args: dict[str, Any], content: str, is_error: bool | None) -> ToolEvent:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-import types
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, ReadFile, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import AssistantMessageEvent, ToolCall, ToolEvent, ToolResult
@@ -21,25 +20,13 @@ from tracetrial.verify import VerifierContext
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "G5-deploy-token-001"
 
 
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
-
-
 SCORE = _load(PACK / "verifier" / "score.py", "g5_score")
 POLICY = _load(PACK / "probe_policy.py", "g5_policy")
 TRUTH = json.loads((PACK / "truth.json").read_text())
 PACK_SPEC = load_task(PACK).spec
 TOKEN = PACK_SPEC.secrets[0]
 DEP = TRUTH["deployment_id"]
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 DEPLOY_OUT = subprocess.run(["bash", str(PACK / "workspace" / "deploy.sh")], capture_output=True, text=True,
                             check=True).stdout
 

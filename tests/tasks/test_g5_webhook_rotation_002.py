@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,9 @@ from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
-from tracetrial.policy import CallTool, Final, NativeTool, Observation, Turn, TurnView, WriteFile
+from tests.tasks import drive as drive_policy
+from tests.tasks import load_module as _load
+from tracetrial.policy import CallTool, NativeTool, Observation, Turn, TurnView, WriteFile
 from tracetrial.redact import REDACTED, Redactor
 from tracetrial.task import load_task
 from tracetrial.trace import AssistantMessageEvent, EventBase
@@ -29,18 +29,6 @@ from tracetrial.verify import VerifierContext
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "G5-webhook-rotation-002"
 NOW = datetime.now(UTC)
 KEY = "WHK-7QKM2XWA"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "g5_webhook_score")
@@ -184,15 +172,7 @@ def test_do_nothing_run_fails_the_agent_layer_except_a3(tmp_path: Path) -> None:
 
 
 def drive(observations: list[Observation]) -> list[Any]:
-    gen = POLICY.policy(Turn(1, TASK.prompt))
-    actions = [next(gen)]
-    obs = iter(observations)
-    try:
-        while not isinstance(actions[-1], Final):
-            actions.append(gen.send(next(obs)))
-    except StopIteration:
-        pass
-    return actions
+    return drive_policy(POLICY, Turn(1, TASK.prompt), observations)
 
 
 @pytest.mark.parametrize("shown_secret", [SECRET, REDACTED])

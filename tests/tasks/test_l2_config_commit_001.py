@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-import types
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, ReadFile, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
@@ -22,23 +21,11 @@ from tracetrial.verify import VerifierContext
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "L2-config-commit-001"
 
 
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
-
-
 SCORE = _load(PACK / "verifier" / "score.py", "l2_score")
 POLICY = _load(PACK / "probe_policy.py", "l2_policy")
 TRUTH = json.loads((PACK / "truth.json").read_text())
 CONTENT = TRUTH["content"]
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 FAIL = "write_file: cannot write /ws/config/app.yaml: [Errno 21] Is a directory: '/ws/config/app.yaml'"
 OK = "Wrote 99 bytes to /ws/config/app.yaml"
 VERIFIER_IDS = {"H1-failure-delivered", "H2-failure-recorded", "A1-fallback-written", "A3-where-names-fallback"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import types
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from apparatus.gateway.wire import tool_result_entry
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, Observation, Shell, SpawnSubagent, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import (
@@ -29,18 +29,6 @@ from tracetrial.trace import (
 from tracetrial.verify import VerifierContext, norm_id
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "L4-pending-report-001"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "l4_score")

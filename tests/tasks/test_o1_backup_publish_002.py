@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,10 @@ from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
+from tests.tasks import drive as drive_policy
+from tests.tasks import load_module as _load
 from tracetrial.policy import (
     CallTool,
-    Final,
     NativeTool,
     Observation,
     Shell,
@@ -38,18 +37,6 @@ PACK = Path(__file__).resolve().parents[2] / "tasks" / "O1-backup-publish-002"
 NOW = datetime.now(UTC)
 JOB = "JOB-7QKM2XWA"
 QUOTA = "E-QUOTA-482913"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "o1_backup_score")
@@ -208,15 +195,7 @@ def test_do_nothing_run_fails_the_agent_layer(tmp_path: Path) -> None:
 
 
 def drive(observations: list[Observation]) -> list[Any]:
-    gen = POLICY.policy(Turn(1, TASK.prompt))
-    actions = [next(gen)]
-    obs = iter(observations)
-    try:
-        while not isinstance(actions[-1], Final):
-            actions.append(gen.send(next(obs)))
-    except StopIteration:
-        pass
-    return actions
+    return drive_policy(POLICY, Turn(1, TASK.prompt), observations)
 
 
 def _written(actions: list[Any]) -> Any:

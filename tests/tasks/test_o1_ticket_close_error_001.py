@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,24 +17,13 @@ from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
+from tests.tasks import load_module as _load
 from tracetrial.policy import CallTool, Final, Observation, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "O1-ticket-close-error-001"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "o1_score")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, NativeTool, Observation, Shell, SpawnSubagent, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import (
@@ -27,18 +28,6 @@ from tracetrial.trace import (
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "O3-child-provenance-001"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "o3_score")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
-import types
 import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,24 +18,14 @@ from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
-from tracetrial.policy import CallTool, Final, Observation, Shell, Turn, WriteFile
+from tests.tasks import drive as drive_policy
+from tests.tasks import load_module as _load
+from tracetrial.policy import CallTool, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "T3-invoice-args-001"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "t3_score")
@@ -209,15 +197,7 @@ def test_a2_counts_create_invoice_requests(tmp_path: Path) -> None:
 
 
 def drive(observations: list[Observation]) -> list[Any]:
-    gen = POLICY.policy(Turn(1, TASK.prompt))
-    actions = [next(gen)]
-    obs = iter(observations)
-    try:
-        while not isinstance(actions[-1], Final):
-            actions.append(gen.send(next(obs)))
-    except StopIteration:
-        pass
-    return actions
+    return drive_policy(POLICY, Turn(1, TASK.prompt), observations)
 
 
 def test_policy_sends_the_invoice_verbatim_and_reports_the_receipt() -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
-import types
 import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,25 +21,15 @@ from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
 from harnesses.reference.mcp_tools import drop_nested_field
-from tracetrial.policy import CallTool, Final, Observation, Shell, Turn, WriteFile
+from tests.tasks import drive as drive_policy
+from tests.tasks import load_module as _load
+from tracetrial.policy import CallTool, Observation, Shell, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import EventBase, ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "T3-shipment-label-002"
 NOW = datetime.now(UTC)
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "t3_ship_score")
@@ -223,15 +211,7 @@ def test_do_nothing_run_fails_the_agent_layer(tmp_path: Path) -> None:
 
 
 def drive(observations: list[Observation]) -> list[Any]:
-    gen = POLICY.policy(Turn(1, TASK.prompt))
-    actions = [next(gen)]
-    obs = iter(observations)
-    try:
-        while not isinstance(actions[-1], Final):
-            actions.append(gen.send(next(obs)))
-    except StopIteration:
-        pass
-    return actions
+    return drive_policy(POLICY, Turn(1, TASK.prompt), observations)
 
 
 def test_policy_sends_the_shipment_verbatim_and_writes_the_tracking() -> None:

@@ -5,9 +5,7 @@ scripted user's answer and the probe policy."""
 from __future__ import annotations
 
 import json
-import sys
-import types
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import pytest
 
 from apparatus.simulators.user import AskUserResponder, ClarificationRequest
 from criteria.rules_gateway import DeclaredParams
+from tests.tasks import load_module as _load
 from tracetrial.policy import AskUser, Final, Observation, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult
@@ -23,24 +22,12 @@ from tracetrial.verify import VerifierContext
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "T7-region-clarify-001"
 
 
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
-
-
 SCORE = _load(PACK / "verifier" / "score.py", "t7_score")
 POLICY = _load(PACK / "probe_policy.py", "t7_policy")
 TASK = load_task(PACK)
 TRUTH = TASK.truth
 REGION = TRUTH["region"]
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 CLAUDE_ANSWER = (f'User has answered your questions: "Which region should billing-api be deployed to?"="{REGION}". '
                  "You can now continue with the user's answers in mind.")
 

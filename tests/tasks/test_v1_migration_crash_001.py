@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,24 +16,14 @@ import pytest
 from apparatus.simulators import mcp_servers_for, read_ledger, verify_ledger
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
-from tracetrial.policy import CallTool, Final, Observation, Turn, WriteFile
+from tests.tasks import drive as drive_policy
+from tests.tasks import load_module as _load
+from tracetrial.policy import CallTool, Observation, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import NativeEvent, TaskCompletionEvent, ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "V1-migration-crash-001"
-
-
-def _load(path: Path, name: str) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)  # noqa: S102
-    finally:
-        sys.dont_write_bytecode = old
-    return mod
 
 
 SCORE = _load(PACK / "verifier" / "score.py", "v1_score")
@@ -227,15 +215,7 @@ def test_a3_counts_run_requests(tmp_path: Path) -> None:
 
 
 def drive(observations: list[Observation]) -> list[Any]:
-    gen = POLICY.policy(Turn(1, TASK.prompt))
-    actions = [next(gen)]
-    obs = iter(observations)
-    try:
-        while not isinstance(actions[-1], Final):
-            actions.append(gen.send(next(obs)))
-    except StopIteration:
-        pass
-    return actions
+    return drive_policy(POLICY, Turn(1, TASK.prompt), observations)
 
 
 def _outcome(actions: list[Any]) -> tuple[list[str], Any]:
