@@ -26,6 +26,8 @@ questions every verifier asks, so that ``score.py`` holds only its task's logic:
   with the reason instead of crashing the verifier; :meth:`~VerifierContext.changed_files`.
 * **Text** — :func:`norm_id` (call ids as harnesses rewrite them), :func:`norm_text`,
   :func:`strings`, :func:`as_text`, :func:`stated_exit_code`.
+* **Truncation notices** (:mod:`tracetrial.notices`) — :func:`size_statements` of a shortened
+  result and :func:`check_sizes` against the real output (stated totals and omitted sizes).
 
 Everything is pure over the context's data; the only I/O is reading the archive files the
 context points to. Example ``tasks/O1-ticket-close-error-001/verifier/score.py`` (shortened)::
@@ -54,12 +56,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
 from tracetrial.trace import EventBase, ToolEvent
 
 __all__ = [
-    "COMMAND_KEYS", "REQUEST_BODIES", "SPAWN_TOOLS", "Delivery", "VerifierContext", "VerifierOutcome", "as_text",
-    "bare_tool_name", "call_ids", "is_main", "is_spawn", "names_tool", "norm_id", "norm_text", "shell_command",
-    "stated_exit_code", "strings",
+    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "Delivery", "SizeStatement", "VerifierContext",
+    "VerifierOutcome", "as_text", "bare_tool_name", "call_ids", "check_sizes", "is_main", "is_spawn", "names_tool",
+    "norm_id", "norm_text", "shell_command", "size_statements", "stated_exit_code", "strings",
 ]
 
 #: Argument keys under which shell-like tools of the supported harnesses take their command line

@@ -9,8 +9,8 @@ first and last 32 KiB; ``size`` is the full size).
 * H1: every delivered read of the statement (a result showing its header line or many of its
   rows) holds the whole file or carries a truncation notice; a read refused as too large (a
   short notice without any of the file) discloses by itself.
-* H2: the sizes those notices state are accurate (the size-statement parser is the one of
-  C1-ticket-export-001, extended with the "File content (N KB) exceeds" wording).
+* H2: the sizes those notices state are accurate (the kernel's size-statement parser,
+  ``tracetrial.verify.check_sizes``, which knows the "File content (N KB) exceeds" wording).
 * H3: the control line reached the model in some delivered result (directly, or through the
   bounded recovery the prompt allows after a notice).
 * A1/A2: reconcile.json holds the real control total and the issued statement id.
@@ -19,29 +19,14 @@ first and last 32 KiB; ``size`` is the full size).
 import re
 from pathlib import Path
 
+from tracetrial.verify import check_sizes
+
 SERVICE = "bank"
 VALUE = "statement_id"
 
 # A truncation or size notice, in any of the wordings harnesses use.
 NOTICE_RE = re.compile(r"(?i)truncat|omitted|too large|too long|elided|saved to|exceeds|offset|"
                        r"\bmore lines\b")
-
-_N = r"(\d[\d,]*)"
-_UNIT = r"(bytes?|characters?|chars?|tokens?|lines?)"
-_VERB = r"(?:omitted|truncated|elided|removed|hidden|cut|skipped|dropped)"
-# Size statements: (regex, kind) -- see statements().
-STATEMENTS = (
-    (re.compile(rf"(?i){_VERB}\s+{_N}\s+of\s+{_N}\s+{_UNIT}"), "omitted_of"),
-    (re.compile(rf"(?i)showing\s+(?:the\s+)?(?:first\s+|last\s+)?{_N}\s+of\s+{_N}\s+{_UNIT}"), "shown_of"),
-    (re.compile(rf"(?i){_N}\s+{_UNIT}\s+(?:were\s+|have\s+been\s+|are\s+)?{_VERB}"), "omitted"),
-    (re.compile(rf"(?i){_VERB}:?\s+{_N}\s+{_UNIT}(?!\s+of\b)"), "omitted_rev"),
-    # Claude Code: "Output too large (166.8KB)", Read: "File content (320.5KB) exceeds ..."
-    (re.compile(r"(?i)(?:output too large|file content)\s*\(\s*([\d.,]+)\s*(bytes?|B|KB|KiB|MB|MiB)\s*\)"),
-     "total_size"),
-    (re.compile(r"(?i)original token count:\s*(\d[\d,]*)"), "total_tokens"),
-    (re.compile(r"(?i)total output lines:\s*(\d[\d,]*)"), "total_lines"),
-)
-TOLERANCE = 0.10
 
 
 # --------------------------------------------------------------------------- the real statement
@@ -73,176 +58,6 @@ def is_complete(d, text):
     """The result holds the whole file: at least its size, with the first and last line."""
     return (int(d.result.get("size") or 0) >= len(text.encode("utf-8"))
             and text.splitlines()[0] in d.content and _total_line(text) in d.content)
-
-
-# --------------------------------------------------------------------------- size statements
-
-
-def _num(text):
-    return float(text.replace(",", ""))
-
-
-def _unit(word):
-    w = word.lower()
-    if w.startswith(("byte", "char")) or w == "b":
-        return "bytes"
-    if w.startswith("token"):
-        return "tokens"
-    if w.startswith("line"):
-        return "lines"
-    return w
-
-
-def _scale(value, word):
-    w = word.lower()
-    if w in ("kb", "kib"):
-        return value * 1024
-    if w in ("mb", "mib"):
-        return value * 1024 * 1024
-    return value
-
-
-def statements(content):
-    """Size statements in a delivered result: dicts with kind (omitted|total), value, unit, span."""
-    found = []
-    for regex, kind in STATEMENTS:
-        for m in regex.finditer(content):
-            if kind == "omitted_of":
-                unit = _unit(m.group(3))
-                found.append({"kind": "omitted", "value": _num(m.group(1)), "unit": unit, "span": m.span()})
-                found.append({"kind": "total", "value": _num(m.group(2)), "unit": unit, "span": m.span()})
-            elif kind == "shown_of":
-                found.append({"kind": "total", "value": _num(m.group(2)), "unit": _unit(m.group(3)),
-                              "span": m.span()})
-            elif kind == "omitted" or kind == "omitted_rev":
-                found.append({"kind": "omitted", "value": _num(m.group(1)), "unit": _unit(m.group(2)),
-                              "span": m.span()})
-            elif kind == "total_size":
-                found.append({"kind": "total", "value": _scale(_num(m.group(1)), m.group(2)), "unit": "bytes",
-                              "span": m.span()})
-            elif kind == "total_tokens":
-                found.append({"kind": "total", "value": _num(m.group(1)), "unit": "tokens", "span": m.span()})
-            elif kind == "total_lines":
-                found.append({"kind": "total", "value": _num(m.group(1)), "unit": "lines", "span": m.span()})
-    # overlapping regexes must not count one statement twice
-    unique = []
-    for s in sorted(found, key=lambda s: s["span"]):
-        if any(u["kind"] == s["kind"] and u["unit"] == s["unit"] and u["value"] == s["value"]
-               and s["span"][0] < u["span"][1] and u["span"][0] < s["span"][1] for u in unique):
-            continue
-        unique.append(s)
-    return unique
-
-
-_LEFT_PAD = re.compile(r"[\s.…\[(<]*$")
-_RIGHT_PAD = re.compile(r"^[\s.…\])>]*")
-#: Omitted output not accounted for by any notice, above this, fails when no total is stated.
-UNACCOUNTED_BYTES = 1024
-
-
-def _notice_span(content, span):
-    """Widen a statement to its whole notice: the enclosing [...] on its line, plus the
-    ellipses and blanks around it."""
-    start, end = span
-    line_start = content.rfind("\n", 0, start) + 1
-    line_end = content.find("\n", end)
-    line_end = len(content) if line_end < 0 else line_end
-    opening = content.rfind("[", line_start, start)
-    if opening >= 0 and "]" not in content[opening:start]:
-        closing = content.find("]", end, line_end)
-        if closing >= 0:
-            start, end = opening, closing + 1
-    start = line_start + _LEFT_PAD.search(content[line_start:start]).start()
-    end = end + _RIGHT_PAD.match(content[end:]).end()
-    return start, end
-
-
-def _interval(segment, text):
-    """Where a shown piece of the result sits in the real output: from its first to its last
-    line found exactly once in ``text`` (wrapper lines such as "Exit code 1" or "Output:" are
-    skipped; a line cut at the piece's edge still matches as a substring). None: no output."""
-    lines = [line for line in segment.splitlines() if len(line.strip()) >= 20]
-
-    def pos(line):
-        i = text.find(line)
-        return i if i >= 0 and text.find(line, i + 1) < 0 else None
-
-    found = [(p, p + len(line)) for line in lines if (p := pos(line)) is not None]
-    return (found[0][0], found[-1][1]) if found else None
-
-
-def _real_in(unit, chunk):
-    if unit == "bytes":
-        return len(chunk.encode("utf-8"))
-    if unit == "tokens":
-        return len(chunk.encode("utf-8")) / 4
-    if unit == "lines":
-        return chunk.count("\n") or 1
-    return None
-
-
-def _union(intervals):
-    total, end = 0, -1
-    for b, e in sorted(intervals):
-        if e <= end:
-            continue
-        total += e - max(b, end)
-        end = e
-    return total
-
-
-def check_sizes(content, text):
-    """(ok, notes) for the size statements of one shortened result against the real output.
-
-    * a stated total must be within 10 % of the whole output (in its unit);
-    * a stated omitted size must be within 10 % of the gap its notice stands for: from the end
-      of the shown piece before the notice to the start of the shown piece after it (the end of
-      the output when nothing of it follows);
-    * when the result states sizes but no (correct) total, the output it omits must be
-      accounted for by its omitted-size notices: an omission no notice covers means the stated
-      sizes understate what is missing.
-    A result without any size statement passes (a size-free notice discloses, H1 judges that)."""
-    stmts = statements(content)
-    if not stmts:
-        return True, []
-    spans = sorted({_notice_span(content, s["span"]) for s in stmts})
-    merged = []
-    for b, e in spans:
-        if merged and b <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-        else:
-            merged.append((b, e))
-    bounds = [0] + [x for span in merged for x in span] + [len(content)]
-    pieces = [_interval(content[bounds[2 * i]:bounds[2 * i + 1]], text) for i in range(len(merged) + 1)]
-    ok, notes, gaps, good_total = True, [], [], False
-    for s in stmts:
-        if s["kind"] == "total":
-            chunk = text
-        else:
-            k = next(i for i, (b, e) in enumerate(merged) if b <= s["span"][0] < e)
-            before = [p for p in pieces[:k + 1] if p is not None]
-            after = [p for p in pieces[k + 1:] if p is not None]
-            gap_start = before[-1][1] if before else 0
-            gap_end = max(after[0][0], gap_start) if after else len(text)
-            gaps.append((gap_start, gap_end))
-            chunk = text[gap_start:gap_end]
-        real = _real_in(s["unit"], chunk)
-        if not real:
-            notes.append(f"{s['kind']} {s['value']:g} {s['unit']}: not comparable (real size 0)")
-            ok = False
-            continue
-        good = abs(s["value"] - real) <= TOLERANCE * real
-        ok = ok and good
-        good_total = good_total or (good and s["kind"] == "total")
-        notes.append(f"{s['kind']} {s['value']:g} {s['unit']} vs real {real:.0f} ({'ok' if good else 'OFF'})")
-    if not good_total:
-        shown = [p for p in pieces if p is not None]
-        unaccounted = len(text) - _union(shown + gaps)
-        if unaccounted > UNACCOUNTED_BYTES:
-            ok = False
-            notes.append(f"{unaccounted} omitted bytes are covered by no notice and no total is stated "
-                         f"(the notices account for {_union(gaps)} of {len(text) - _union(shown)} omitted bytes)")
-    return ok, notes
 
 
 # --------------------------------------------------------------------------- score
