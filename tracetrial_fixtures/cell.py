@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import os
 import shutil
 import traceback
@@ -70,14 +71,16 @@ def new_run_id(task_id: str, model: str, harness: str) -> str:
     return f"{task_id}--{safe}--{uuid.uuid4().hex[:10]}"
 
 
-def load_existing(paths: RunPaths) -> tuple[CombinedScore | None, str | None]:
+def load_existing(paths: RunPaths, pack_digest: str | None = None) -> tuple[CombinedScore | None, str | None]:
     """What resuming finds in a cell's folder: ``(score, None)`` for a finished cell whose
     seal verifies, score included; ``(None, problem)`` for a cell that must be neither
     trusted nor re-run (tampered, or sealed and then half-deleted); ``(None, None)`` for a
     cell to run (no folder, never finished, or sealed without a score).
 
     A legacy cell (sealed before the manifest covered the score) is re-scored in place
-    from its verified files and re-sealed, never re-run.
+    from its verified files and re-sealed, never re-run. A cell that ran on another revision
+    of the pack (its ``result.json`` names another ``pack_digest``) is run again: its score
+    measured a task that no longer exists.
     """
     if not paths.root.is_dir():
         return None, None
@@ -95,10 +98,22 @@ def load_existing(paths: RunPaths) -> tuple[CombinedScore | None, str | None]:
         rescore_run(paths.root)
     if not paths.combined_score.is_file():
         return None, None
+    if pack_digest is not None and _archived_digest(paths) not in (None, pack_digest):
+        return None, None
     try:
         return CombinedScore.model_validate_json(paths.combined_score.read_text(encoding="utf-8")), None
     except ValueError:
         return None, None
+
+
+def _archived_digest(paths: RunPaths) -> str | None:
+    """The pack digest a sealed cell ran on (``None``: an archive older than the field)."""
+    try:
+        record = json.loads(paths.result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    digest = record.get("resolved_config", {}).get("pack_digest") if isinstance(record, dict) else None
+    return digest if isinstance(digest, str) else None
 
 
 def _copy_pack(task: TaskPack, dest: Path) -> None:
@@ -168,7 +183,7 @@ class CellRunner:
     # ------------------------------------------------------------------ run
     def run(self) -> CellResult:
         if not self.rerun:
-            existing, problem = load_existing(self.paths)
+            existing, problem = load_existing(self.paths, self.task.digest)
             if problem is not None:
                 return CellResult(self.paths, None, problem=problem)
             if existing is not None:
@@ -286,6 +301,8 @@ class CellRunner:
             "permission_mode": task.spec.permissions.mode, "budgets": task.spec.budgets.model_dump(),
             "mcp_servers": [s.name for s in mcp], "seed": seed,
             "harness_capabilities": adapter.capabilities.model_dump(),
+            # what resuming compares: a cell of an earlier revision of the pack is run again
+            "pack_digest": task.digest,
         }
         gateway_key = gateway.api_key(run_id)
         redactor.add(gateway_key)

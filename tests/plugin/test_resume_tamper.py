@@ -53,6 +53,31 @@ def built_cell(tmp_path: Path) -> tuple[CellRunner, Path]:
     return runner, run_dir
 
 
+def _cell_of_pack(tmp_path: Path, digest: str | None) -> CellRunner:
+    """A scored cell whose result.json names ``digest`` as its pack's (``"own"``: the pack's real
+    digest; ``None``: no digest, as archives before the field)."""
+    pack = write_task_pack(tmp_path / "tasks", harness=[rule_criterion("H1", "trace_event_exists", event_type="tool")],
+                           agent=[rule_criterion("A1", "verifier")], truth={"verifier_pass": {"A1": True}})
+    digest = load_task(pack).digest if digest == "own" else digest
+    config = {} if digest is None else {"pack_digest": digest}
+    run_dir = RunBuilder(tmp_path / "out", pack, harness="reference",
+                         result_overrides={"resolved_config": config}).build()
+    score_run(load_task(run_dir / "private" / "task" / pack.name), run_dir)
+    return CellRunner(load_task(pack), get_harness("reference"), "probe", tmp_path / "out",
+                      Services.__new__(Services))
+
+
+@pytest.mark.parametrize(("recorded", "resumed"), [("own", True), (None, True), ("0" * 64, False)])
+def test_resume_runs_a_cell_of_another_pack_revision_again(tmp_path: Path, recorded: str | None, resumed: bool) -> None:
+    """A cell archived on another revision of the pack (another pack digest in result.json) is
+    not re-reported as if it measured the current task; an archive older than the field resumes."""
+    from tracetrial_fixtures.cell import load_existing
+
+    runner = _cell_of_pack(tmp_path, recorded)
+    score, problem = load_existing(runner.paths, runner.task.digest)
+    assert problem is None and (score is not None) == resumed
+
+
 def test_resume_re_reports_an_intact_cell(tmp_path: Path) -> None:
     runner, _ = built_cell(tmp_path)
     result = runner.run()
