@@ -29,7 +29,7 @@ def test_one_statement_matched_by_two_wordings_counts_once() -> None:
     assert len(size_statements("[truncated 1200 lines]")) == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(head=st.integers(2000, 60000), tail=st.integers(2000, 60000))
 def test_an_accurate_notice_passes_and_a_halved_one_fails(head: int, tail: int) -> None:
     omitted = len(REAL) - head - tail
