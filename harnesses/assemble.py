@@ -199,4 +199,5 @@ def summarize(run_id: str, events: Sequence[EventBase], native: NormalizedTrace,
     return Summary(run_id=run_id, trace_complete=native.trace_complete and not failure,
                    structured_trace_status=status, event_counts=counts,
                    tool_calls=sum(1 for e in events if isinstance(e, ToolEvent)),
-                   model_calls=len(records), usage=total, wall_seconds=round(wall, 3), notes=list(native.notes))
+                   model_calls=len(records), usage=total, wall_seconds=round(wall, 3), notes=list(native.notes),
+                   accounting=native.accounting.counts() if native.accounting is not None else None)

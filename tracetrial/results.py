@@ -110,6 +110,9 @@ class Summary(StrictModel):
     usage: TokenUsage | None = Field(default=None, description="Run total; None when unavailable.")
     wall_seconds: float | None = None
     notes: list[str] = Field(default_factory=list)
+    accounting: dict[str, int] | None = Field(
+        default=None, description="Native records per disposition (mapped, folded, kept, context, unaccounted; "
+                                  "unknown_type) of the normalizer's record accounting; None when it reported none.")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -317,3 +317,22 @@ def test_every_single_record_cut_or_retyped_is_named(harness: str, case: str, ki
             assert_accounted(g, trace)
             if changed != lines and trace.structured_trace_status != "unavailable" and not generic:
                 assert trace.structured_trace_status == "partial", f"{path.name}:{i + 1} {kind} left the trace complete"
+
+
+@pytest.mark.parametrize(("harness", "case"), [("claude_code", "tool_roundtrip"), ("codex", "multi_turn_resume")])
+def test_summary_json_carries_the_accounting(harness: str, case: str, tmp_path: Path) -> None:
+    """``summary.json`` states how the native records were accounted, so an archive shows at a
+    glance how much of the harness's own log became events (and that nothing was unaccounted)."""
+    from harnesses.assemble import summarize
+
+    g = load_golden(harness, case)
+    trace = normalize(g)
+    summary = summarize("run-acct", list(trace.events), trace, [], 1.0, failure=False)
+    assert trace.accounting is not None and summary.accounting == trace.accounting.counts()
+    assert summary.accounting.get("mapped", 0) > 0 and "unaccounted" not in summary.accounting
+    g2 = load_golden(harness, case).copy_to(tmp_path / "g")
+    path = sorted(record_files(g2).values())[0]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(mutate(lines, "unknown", 1, 1, harness)) + "\n", encoding="utf-8")
+    broken = normalize(g2)
+    assert summarize("run-acct", list(broken.events), broken, [], 1.0, failure=False).accounting["unknown_type"] == 1
