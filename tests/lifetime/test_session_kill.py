@@ -100,7 +100,7 @@ def test_kill_9_of_the_session_ends_the_proxy_and_the_next_session_sweeps(tmp_pa
         assert _wait(lambda: not list((tmp_path / "tmp").rglob("config.yaml")), 10)
 
         assert _wait(lambda: live_mark.exists() or live.poll() is not None, 120) and live.poll() is None
-        live_dir = [p for p in (tmp_path / "tmp").iterdir() if f"-{live.pid}-" in p.name]
+        live_dir = [p for p in (tmp_path / "tmp").iterdir() if f"-{live.pid:07d}-" in p.name]  # fixed-width pid
         assert len(live_dir) == 1, "the live session has no session folder"
         nxt, next_mark = _session(tmp_path, "exit")
         assert nxt.wait(timeout=300) == 0 and next_mark.exists()
