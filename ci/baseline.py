@@ -85,7 +85,9 @@ class Baseline(BaseModel):
 
 
 def cell_key(task_id: str, model: str, harness: str) -> str:
-    """The baseline key of a cell: ``<task>/<model>/<harness>`` (the archive's folder order)."""
+    """The baseline key of a cell: ``<task>/<model>/<harness>`` (the archive's folder order;
+    a named version keys its own cells: ``E1-x-001/probe/claude_code@2.1.332``, while the
+    plain pinned name keeps its keys)."""
     return f"{task_id}/{model}/{harness}"
 
 
@@ -233,6 +235,12 @@ def read_output(output: Path) -> OutputSnapshot:
         if len(found) > 1:
             shown = ", ".join(sorted(str(v) for v in found))
             problems.append(f"harness {harness} ran at several versions in this output: {shown}")
+        named = harness.partition("@")[2]
+        if named and any(v != named for v in found):
+            # A named version keys its own cells (``<task>/<model>/<name>@<version>``); the
+            # version that ran must be the one its name says.
+            shown = ", ".join(sorted(str(v) for v in found))
+            problems.append(f"harness {harness} is named for version {named} but ran version {shown}")
         harness_versions[harness] = max(found, key=str)
     protocol = next(iter(protocols)) if len(protocols) == 1 else ("mixed" if protocols else "unknown")
     if len(protocols) > 1:

@@ -114,13 +114,24 @@ class HarnessAdapter(ABC):
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities()
     install_hint: ClassVar[str] = ""
 
+    #: The named version this adapter runs (``claude_code@2.1.332``: ``"2.1.332"``), installed
+    #: next to the pins by ``tracetrial install``; ``None``: the pinned install (the plain name).
+    #: Set by :func:`harnesses.registry.get_harness`; an adapter that supports named versions
+    #: resolves its binary/runtime from :func:`harnesses.install.version_root` when it is set.
+    release: str | None = None
+    #: Whether ``<name>@<version>`` can select this adapter (only installed harnesses).
+    named_versions: ClassVar[bool] = False
+
     def __init__(self, variant: str | None = None):
         #: e.g. the mutant name of ``reference+hide_exit_code``.
         self.variant = variant
 
     @property
     def full_name(self) -> str:
-        return f"{self.name}+{self.variant}" if self.variant else self.name
+        """The harness as cells, archive folders, results, baselines and reports name it:
+        ``name``, ``name+variant`` or, for a named version, ``name@version``."""
+        name = f"{self.name}+{self.variant}" if self.variant else self.name
+        return f"{name}@{self.release}" if self.release else name
 
     @abstractmethod
     def unavailable_reason(self) -> str | None:

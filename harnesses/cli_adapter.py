@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harnesses.base import HarnessAdapter, RunContext, TurnContext, TurnOutcome
-from harnesses.install import tool_bin
+from harnesses.install import install_version_hint, tool_bin, version_problem, version_root
 from harnesses.native import TurnFiles, turn_files
 from harnesses.runner import ProcessOutcome, clean_env, cli_version_text, run_process, signal_death
 
@@ -72,26 +72,40 @@ class CliAdapter(HarnessAdapter):
 
     #: The CLI's executable under the project-local tools (:func:`harnesses.install.tool_bin`).
     binary_name: ClassVar[str]
-    #: The installed version of each adapter class, read once (a subclass has its own).
-    _versions: ClassVar[dict[type[CliAdapter], str]] = {}
+    #: The installed version of each adapter class and named version, read once.
+    _versions: ClassVar[dict[tuple[type[CliAdapter], str | None], str]] = {}
+    named_versions: ClassVar[bool] = True
 
     # ------------------------------------------------------------------------ install
+    def tools_root(self) -> Path | None:
+        """The install this adapter runs: ``None`` for the pins, else the named version's
+        folder (``<tools>/versions/<name>@<version>/``)."""
+        return version_root(self.name, self.release) if self.release else None
+
+    def missing_hint(self) -> str:
+        """How to install what this adapter runs (the pin or the named version)."""
+        return install_version_hint(self.name, self.release) if self.release else self.install_hint
+
     def unavailable_reason(self) -> str | None:
-        return None if tool_bin(self.binary_name) is not None else self.install_hint
+        if self.release:
+            problem = version_problem(self.name, self.release)
+            if problem is not None:
+                return problem
+        return None if tool_bin(self.binary_name, self.tools_root()) is not None else self.missing_hint()
 
     def binary(self) -> Path:
         """The installed CLI (``FileNotFoundError`` with the install hint when it is not)."""
-        path = tool_bin(self.binary_name)
+        path = tool_bin(self.binary_name, self.tools_root())
         if path is None:
-            raise FileNotFoundError(self.install_hint)
+            raise FileNotFoundError(self.missing_hint())
         return path
 
     def version(self) -> str:
-        cls = type(self)
-        if cls not in self._versions:
+        key = (type(self), self.release)
+        if key not in self._versions:
             text = cli_version_text(self.binary(), self.version_env)
-            self._versions[cls] = self.parse_version(text) if text else "unknown"
-        return self._versions[cls]
+            self._versions[key] = self.parse_version(text) if text else "unknown"
+        return self._versions[key]
 
     def version_env(self, home: Path) -> dict[str, str]:
         """The environment of ``<binary> --version`` with the throwaway ``home``."""

@@ -68,7 +68,7 @@ def _derive(run_dir: Path) -> _Derived:
                             "re-run the cell with --tt-rerun to archive them")
     ident = record.identity
     task = load_task(paths.private / "task" / ident.task_id)
-    adapter = get_harness(ident.harness)
+    adapter = get_harness(ident.harness, installed=False)  # normalizing needs no install
     outcomes = [turn_outcome(t, paths.native) for t in record.turns]
     native = adapter.normalize(paths, outcomes, ident.run_id)
     failure = (record.failure.type, record.failure.message, record.failure.timed_out) if record.failure else None

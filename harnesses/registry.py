@@ -1,7 +1,10 @@
 """Harness registry: built-in adapters plus the ``tracetrial.harnesses`` entry-point group.
 
-Names are ``<harness>`` or ``<harness>+<variant>`` (mutants of the reference
-harness: ``reference+hide_exit_code``). Entries are ``"module:Class"`` strings
+Names are ``<harness>``, ``<harness>+<variant>`` (mutants of the reference
+harness: ``reference+hide_exit_code``) or ``<harness>@<version>``: the same adapter class
+running a named version installed next to the pins (``tracetrial install
+claude_code@2.1.332``; :func:`harnesses.install.version_problem` says why one cannot be
+selected). The plain name is always the pinned install. Entries are ``"module:Class"`` strings
 imported lazily, so listing harnesses never imports a CLI wrapper. The group's name
 lives with the sandbox, which reads the same entry points to keep each third-party
 harness's code visible to the confined harness (:func:`apparatus.sandbox.code_paths`).
@@ -14,6 +17,7 @@ from importlib.metadata import entry_points
 
 from apparatus.sandbox.code import HARNESS_ENTRY_POINTS
 from harnesses.base import HarnessAdapter
+from harnesses.install import split_name, version_problem
 
 #: Built-in adapters (name -> "module:Class").
 BUILTIN: dict[str, str] = {
@@ -41,9 +45,34 @@ def available_harnesses() -> list[str]:
     return sorted(_registry())
 
 
-def get_harness(name: str) -> HarnessAdapter:
-    """Instantiate the adapter for ``name`` (``base+variant`` passes the variant)."""
-    base, _, variant = name.partition("+")
+def name_problem(name: str) -> str | None:
+    """``None`` when ``name`` selects a harness that can be instantiated here (for a
+    ``<harness>@<version>``: that version is installed), else why not (one line)."""
+    plain, version = split_name(name)
+    base = plain.partition("+")[0]
+    reg = _registry()
+    if base not in reg:
+        known = ", ".join(sorted(reg)) or "none"
+        return (f"unknown harness {name!r}; registered: {known}. A package can add one through the "
+                f"'{HARNESS_ENTRY_POINTS}' entry-point group.")
+    if version is None:
+        return None
+    if "+" in plain:
+        return f"{name!r}: a variant cannot be combined with a named version"
+    return version_problem(base, version)
+
+
+def get_harness(name: str, *, installed: bool = True) -> HarnessAdapter:
+    """Instantiate the adapter for ``name`` (``base+variant`` passes the variant,
+    ``base@version`` selects that installed named version). ``installed=False`` skips the
+    install check of a named version: re-normalizing an archive reads only its files, so a
+    version removed since still re-derives."""
+    plain, version = split_name(name)
+    if version is not None and installed:
+        problem = name_problem(name)
+        if problem is not None:
+            raise UnknownHarnessError(problem)
+    base, _, variant = plain.partition("+")
     reg = _registry()
     if base not in reg:
         known = ", ".join(sorted(reg)) or "none"
@@ -55,4 +84,9 @@ def get_harness(name: str) -> HarnessAdapter:
     cls = getattr(importlib.import_module(module), attr)
     if not (isinstance(cls, type) and issubclass(cls, HarnessAdapter)):
         raise UnknownHarnessError(f"{reg[base]} is not a HarnessAdapter subclass")
-    return cls(variant or None)
+    adapter: HarnessAdapter = cls(variant or None)
+    if version is not None:
+        if not adapter.named_versions:
+            raise UnknownHarnessError(f"{name!r}: the {base} adapter cannot run named versions")
+        adapter.release = version
+    return adapter

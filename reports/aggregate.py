@@ -14,6 +14,7 @@ from reports.metrics import group_metrics
 from reports.pricing import PriceCatalogue, run_cost
 from reports.records import RunRecord, load_runs
 from reports.schema import CellRow, CorpusSummary, GroupMetrics, PriceInfo
+from reports.versions import version_diff
 
 __all__ = ["MAX_PROBLEMS", "aggregate", "load_runs", "protocol_label"]
 
@@ -96,4 +97,5 @@ def aggregate(runs: Sequence[RunRecord], prices: PriceCatalogue | None = None) -
         cells=[_cell_row(r, prices) for r in runs],
         prices=_price_info(prices),
         problems=problems,
+        version_diff=version_diff(runs),
     )

@@ -82,6 +82,11 @@ class RunRecord:
     judge: str | None = None
     usage: TokenUsage | None = None
     problems: tuple[str, ...] = field(default=())
+    #: The native version that ran (``result.json``'s ``harness_version``), if recorded.
+    harness_version: str | None = None
+    #: Every criterion's final state, ``(id, layer, "pass" | "fail" | "unscored")``, in the
+    #: score's order (read for the version diff; empty when no score was read).
+    verdicts: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def measured(self) -> bool:
@@ -224,6 +229,7 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
     base: dict[str, Any] = {
         "task_id": task_id, "model": model, "harness": harness, "component": _component(task_id, snap),
         "task_property": prop if isinstance(prop, str) else None, "protocol": protocol, "rel_path": rel,
+        "harness_version": identity.harness_version if identity else None,
     }
     problems: list[str] = []
     if result_error and cs is not None:
@@ -278,6 +284,8 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
         links=len(att.L_act), linked_agent_failures=len(att.linked_agent_failures),
         unlinked_agent_failures=len(att.unlinked_agent_failures), judge=cs.judge,
         usage=usage, problems=tuple(problems),
+        verdicts=tuple((v.id, v.layer, "unscored" if v.passed is None else ("pass" if v.passed else "fail"))
+                       for v in cs.verdicts),
     )
 
 

@@ -163,6 +163,30 @@ class CellRow(StrictModel):
     cost_usd: float | None = None
 
 
+class VersionFlip(StrictModel):
+    """One criterion (or the cell's status) of one task × model whose state differs between
+    two or more versions of the same harness run in one output."""
+
+    task_id: str
+    model: str
+    criterion: str = Field(description="Criterion id, or 'status' when the cell was not measured in "
+                                       "every version.")
+    layer: str | None = Field(description="'harness' or 'agent'; None for a status row.")
+    states: dict[str, str] = Field(description="Harness name as run (e.g. 'claude_code', "
+                                               "'claude_code@2.1.332') -> 'pass' | 'fail' | 'unscored' | "
+                                               "'absent' (not among that version's verdicts) or the cell status.")
+
+
+class VersionDiff(StrictModel):
+    """One harness run at two or more versions in this output: what flips between them."""
+
+    harness: str = Field(description="The harness (plain name, without '@version').")
+    versions: dict[str, str | None] = Field(description="Harness name as run -> the native version that ran "
+                                                        "(pin first, then named versions).")
+    cells_compared: int = Field(description="Task × model pairs run under at least two of those names.")
+    flips: list[VersionFlip]
+
+
 class PriceInfo(StrictModel):
     """The frozen price catalogue used for the cost estimate."""
 
@@ -190,6 +214,9 @@ class CorpusSummary(StrictModel):
     cells: list[CellRow]
     prices: PriceInfo
     problems: list[str] = Field(default_factory=list, description="Consistency warnings.")
+    version_diff: list[VersionDiff] = Field(
+        default_factory=list, description="Per harness run at two or more versions: the criteria whose "
+                                          "verdict flips between versions, per task and model.")
     generated_at: str | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -242,8 +242,41 @@ def excluded(s: CorpusSummary) -> Table:
                  wrap={4})
 
 
+def _version_label(name: str, version: str | None) -> str:
+    """``claude_code`` (pin) -> ``claude_code (2.1.220)``; a named version stays ``claude_code@2.1.332``
+    (with the version that ran added only when it differs from the name)."""
+    _, at, named = name.partition("@")
+    if not at:
+        return f"{name} ({version or 'unknown'})"
+    return name if version in (None, named) else f"{name} (ran {version})"
+
+
+def version_diff(s: CorpusSummary) -> Table:
+    """The criteria that flip between versions of one harness (only when one ran at two or more)."""
+    rows: list[list[str]] = []
+    compared: list[str] = []
+    for d in s.version_diff:
+        labels = {n: _version_label(n, v) for n, v in d.versions.items()}
+        compared.append(f"{d.harness}: {' vs '.join(labels.values())} on {d.cells_compared} task × model "
+                        f"pair(s), {len(d.flips)} flip(s)")
+        for f in d.flips:
+            states = " → ".join(f"{labels.get(n, n)}: {state}" for n, state in f.states.items())
+            rows.append([d.harness, f.task_id, f.model, f.criterion, f.layer or "", states])
+    caption = ("For each harness run at two or more versions in this output (the plain name is the pin): every "
+               "criterion whose verdict differs between versions, per task and model ('absent': not among that "
+               "version's verdicts; a 'status' row: the cell was not measured under every version, so its "
+               "criteria are not compared). " + "; ".join(compared) + ".")
+    return Table("version_diff", f"Version diff ({len(rows)} flips)",
+                 ["Harness", "Task", "Model", "Criterion", "Layer", "Verdicts by version"], rows, caption,
+                 wrap={5})
+
+
 def all_tables(s: CorpusSummary) -> list[Table]:
-    """The summary tables in report order (the per-cell list is rendered separately)."""
-    return [headline(s), per_harness(s), states(s), links(s), attribution(s), labels(s), resources(s),
-            per_model(s), resources_by_model(s), per_component(s), harness_by_component(s),
-            success_by_model(s), excluded(s)]
+    """The summary tables in report order (the per-cell list is rendered separately); the
+    version diff appears only when a harness ran at two or more versions."""
+    tables = [headline(s), per_harness(s), states(s), links(s), attribution(s), labels(s), resources(s),
+              per_model(s), resources_by_model(s), per_component(s), harness_by_component(s),
+              success_by_model(s), excluded(s)]
+    if s.version_diff:
+        tables.append(version_diff(s))
+    return tables

@@ -2,7 +2,7 @@
 
 One folder per task–model–harness cell::
 
-    <output>/traces/<task>/<model>/<harness>/
+    <output>/traces/<task>/<model>/<harness>/     (<harness>: name, name+variant or name@version)
         result.json                 execution identity, resolved config, history
         events.json                 Trace IR
         summary.json                evidence status and resources
@@ -42,8 +42,9 @@ MANIFEST = "manifest.json"
 
 
 def safe_component(name: str) -> str:
-    """A model alias or harness name as a single path component (``reference+x`` stays)."""
-    out = "".join(c if c.isalnum() or c in "+-_.=" else "_" for c in name)
+    """A model alias or harness name as a single path component (``reference+x`` and a
+    named version's ``claude_code@2.1.332`` stay as they are)."""
+    out = "".join(c if c.isalnum() or c in "+-_.=@" else "_" for c in name)
     if out in ("", ".", ".."):
         raise ArchiveError(f"{name!r} cannot be used as an archive folder name")
     return out

@@ -3,6 +3,7 @@
     tracetrial validate [tasks/]          lint every task pack
     tracetrial schema [--check] [FILE]    export the Trace IR JSON Schema
     tracetrial install [HARNESS ...]      install pinned harness CLIs project-locally
+                                          (HARNESS@VERSION: a named version next to the pins)
     tracetrial run [pytest args ...]      run the benchmark (pytest tasks/ with the options)
     tracetrial rescore [--renormalize] OUTPUT   recompute every cell's score from its archive
                                           (--renormalize: re-derive events.json first)
@@ -283,8 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="fail when the committed schema is stale")
     p.add_argument("--stdout", action="store_true")
     p.set_defaults(func=cmd_schema)
-    p = sub.add_parser("install", help="install pinned harness CLIs into .tt-tools/")
-    p.add_argument("harness", nargs="*")
+    p = sub.add_parser("install", help="install pinned harness CLIs into .tt-tools/ (NAME@VERSION: a named "
+                                          "version into .tt-tools/versions/, next to the pins)")
+    p.add_argument("harness", nargs="*", help="claude_code, codex, openclaw, deepseek, reference, or "
+                                               "<name>@<version> (e.g. claude_code@2.1.332); none: every pin")
     p.add_argument("--root", help="install folder (default: <repo>/.tt-tools)")
     p.set_defaults(func=cmd_install)
     p = sub.add_parser("rescore", help="recompute scores from an archive",

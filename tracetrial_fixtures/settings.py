@@ -62,13 +62,20 @@ def check_harnesses(names: tuple[str, ...], source: str) -> None:
     Third-party harnesses registered through the entry-point group are listed by
     :func:`harnesses.registry.available_harnesses`, so they are accepted like built-ins.
     Variants of other harnesses are not checked: only the reference harness defines them.
+    A named version (``claude_code@2.1.332``) must be installed next to the pins; else the
+    error names its install command (``tracetrial install claude_code@2.1.332``).
     """
     from harnesses.reference.mutants import MUTANTS
-    from harnesses.registry import available_harnesses
+    from harnesses.registry import available_harnesses, name_problem
 
     registered = available_harnesses()
     for name in names:
-        base, _, variant = name.partition("+")
+        plain, at, _version = name.partition("@")
+        base, _, variant = plain.partition("+")
+        if at and base in registered:
+            problem = name_problem(name)
+            if problem is not None:
+                raise pytest.UsageError(f"{source}: {problem}")
         if base not in registered:
             raise pytest.UsageError(
                 f"{source}: unknown harness {name!r}; registered: {', '.join(registered) or 'none'} "

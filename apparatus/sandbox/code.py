@@ -5,7 +5,9 @@ A sandbox shows a confined process nothing of the host but what it runs
 *code packages* of this checkout (:data:`CHECKOUT_PACKAGES`: the reference harness, the
 relay module — never the task packs, outputs, tests or ``.git`` beside them, nor the data
 inside a package, :data:`CHECKOUT_DATA`), the pinned CLIs (``.tt-tools/`` or
-``$TT_TOOLS_DIR``), the Python installation — and the code of every *third-party*
+``$TT_TOOLS_DIR``) and the named harness versions installed next to them
+(``<tools>/versions/``, its own entry: the docker image carries only the pins, so that
+backend mounts this folder from the host), the Python installation — and the code of every *third-party*
 harness, a distribution registering an adapter in the :data:`HARNESS_ENTRY_POINTS`
 group. Such a distribution may live anywhere (an editable install from a temp folder is
 the usual case while developing one), so its folders are found from its installed
@@ -52,14 +54,14 @@ def code_data_paths() -> list[Path]:
 
 def code_paths() -> list[Path]:
     """Every folder a confined harness executes from, shortest first: the checkout's code
-    packages, the pinned CLIs, the Python installation and each third-party harness's code
+    packages, the pinned CLIs and the named versions beside them, the Python installation and each third-party harness's code
     (:func:`harness_code_paths`), the last only where no other folder already holds it."""
-    from apparatus.tools import tools_dir
+    from apparatus.tools import tools_dir, versions_dir
 
     root = checkout_root()
     paths = {root / name for name in CHECKOUT_PACKAGES}
     paths |= {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent,
-              tools_dir().resolve()}
+              tools_dir().resolve(), versions_dir().resolve()}
     base = {p for p in paths if p.exists() and p != Path("/")}
     # A harness folder inside another listed folder (a harness installed into the Python
     # installation, a package inside its editable project) is already visible; binding it

@@ -10,7 +10,9 @@ verdict does not depend on the backend.
 Inside a container:
 
 * the pinned harness CLIs come from the image (:data:`~apparatus.sandbox.images.IMAGE_TOOLS_DIR`;
-  the host's install path in argv and environment is rewritten to it, and hidden);
+  the host's install path in argv and environment is rewritten to it, and hidden); a named
+  version (``<tools>/versions/<name>@<version>/``, never in the image) is mounted read-only at
+  its host path like the rest of the code, and its paths are not rewritten;
 * what of the host is mounted follows the one policy of both confining backends
   (:mod:`apparatus.sandbox.policy`): the run's scratch (workspace, HOME) read-write **at
   its host path**, so native records name the same paths under every backend and the
@@ -50,7 +52,7 @@ from apparatus.sandbox.code import code_paths
 from apparatus.sandbox.docker_run import BOOT, CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
 from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
 from apparatus.sandbox.policy import exposure
-from apparatus.tools import tools_dir
+from apparatus.tools import tools_dir, versions_dir
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
 
@@ -126,6 +128,7 @@ class DockerSandbox(Sandbox):
         self.cell = uuid.uuid4().hex[:12]
         self.images: Images | None = None
         self._tools = tools_dir().resolve()
+        self._versions = versions_dir().resolve()
         self._counter = itertools.count(1)
         self._private = Path(tempfile.mkdtemp(prefix="tt-docker-"))
         os.chmod(self._private, 0o700)
@@ -224,7 +227,10 @@ class DockerSandbox(Sandbox):
     # -- helpers ------------------------------------------------------------------------
     def _image_path(self, value: str) -> str:
         host = str(self._tools)
-        return value.replace(host, IMAGE_TOOLS_DIR) if host in value else value
+        if host not in value or str(self._versions) in value:
+            # A named version is not in the image: it runs from its read-only mount at its host path.
+            return value
+        return value.replace(host, IMAGE_TOOLS_DIR)
 
 
 def _owner() -> str:

