@@ -17,4 +17,4 @@ SELFTESTS = sorted(TASKS.glob("*/verifier/selftest.py"))
 def test_pack_selftest_passes(selftest: Path) -> None:
     proc = subprocess.run([sys.executable, "-B", str(selftest)], capture_output=True, text=True, timeout=120,
                           check=False, cwd=selftest.parent)
-    assert proc.returncode == 0 and "selftest ok" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]  # non-zero: a verdict it did not expect
