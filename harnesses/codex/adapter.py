@@ -148,8 +148,10 @@ class CodexAdapter(CliAdapter):
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:
             # Native mode: Codex's own sandbox in the preset for real work (writes inside the
-            # workspace), with the task's deny list as execpolicy rules.
-            argv += ["--sandbox", "workspace-write"]
+            # workspace), with the task's deny list as execpolicy rules. `exec resume` has no
+            # --sandbox flag (it exits 2: "unexpected argument"); the same setting as a config
+            # override is accepted there, so a resumed native turn keeps the sandbox.
+            argv += ["-c", 'sandbox_mode="workspace-write"'] if resume else ["--sandbox", "workspace-write"]
         return [*argv, "--", turn.user_text]
 
     def prepare(self, ctx: RunContext, turn: TurnContext) -> None:

@@ -297,3 +297,21 @@ def test_codex_startup_failure_keeps_stderr_evidence(tmp_path: Path, monkeypatch
     assert trace.structured_trace_status == "unavailable"
     (stderr,) = [e for e in trace.events if e.event_type == "raw_stderr"]
     assert "nowhere" in stderr.text  # Codex's own wording about the bad provider
+
+
+@needs_codex
+@pytest.mark.parametrize("resume", [None, "thread-1"])
+def test_codex_native_argv_is_accepted_by_the_real_cli(tmp_path: Path, resume: str | None) -> None:
+    """The pinned Codex parses the native-mode command line of a first and of a resumed turn
+    (``exec resume`` rejects ``--sandbox``, which made every resumed native turn exit 2 before
+    it started); ``--help`` in place of the prompt stops it right after parsing."""
+    import subprocess
+
+    adapter = CodexAdapter()
+    ctx = make_ctx(tmp_path, adapter, mode="native")
+    argv = adapter.argv(ctx, TurnContext(2 if resume else 1, "x", None, 30), resume=resume)
+    assert argv[-2:] == ["--", "x"]
+    proc = subprocess.run([*argv[:-2], "--help"], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "CODEX_HOME": str(tmp_path / "codex-home")})
+    assert proc.returncode == 0, proc.stderr[-600:]
+    assert "sandbox" in " ".join(argv)
