@@ -39,6 +39,7 @@ RULE_MODULES = (
     "criteria.rules_ledger",
     "criteria.rules_trace",
     "criteria.rules_gateway",
+    "criteria.rules_reconcile",
     "criteria.verifier",
 )
 

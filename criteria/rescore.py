@@ -20,7 +20,9 @@ re-scored from its verified run files and re-sealed.
 
 With ``renormalize``, each cell's ``events.json`` (and ``summary.json``) is first
 re-derived from its archived native records by the current normalizer
-(:func:`harnesses.rederive.renormalize_run`): what a user does after a normalizer fix.
+(:func:`harnesses.rederive.renormalize_run`): what a user does after a normalizer fix; the
+cell's dual-source reconciliation (``evidence/reconciliation.json``, counts in ``summary.json``)
+is then re-derived from the new trace and the cell re-sealed.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from criteria.admission import LedgerVerifier
 from criteria.engine import score_run
 from criteria.errors import CriteriaError, RescoreError
 from criteria.judge import ArchivedJudge, Judge
+from criteria.rules_reconcile import write_reconciliation
 from criteria.rundata import TASK_SNAPSHOT_DIR
 from harnesses.rederive import renormalize_run
-from tracetrial.archive import RunPaths, SealCheck, check_seal
+from tracetrial.archive import RunArchive, RunPaths, SealCheck, check_seal
+from tracetrial.redact import Redactor
 from tracetrial.results import ResultRecord
 from tracetrial.task import load_task
 
@@ -104,6 +108,10 @@ def rescore_run(run_dir: Path, judge: Judge | None = None, *,
             # Re-derivation refuses any seal short of a full one: upgrade the seal first.
             score_run(task, run_dir, judge=replay, ledger_verifier=ledger_verifier)
         renormalize_run(run_dir)
+        # the re-derived trace gets its reconciliation re-derived too (evidence + summary counts)
+        archive = RunArchive(RunPaths(run_dir), Redactor.from_environment(extra=task.spec.secrets))
+        write_reconciliation(archive)
+        archive.seal(record.identity.run_id)
     score_run(task, run_dir, judge=replay, ledger_verifier=ledger_verifier)
     return RunPaths(run_dir).combined_score
 

@@ -113,6 +113,9 @@ class Summary(StrictModel):
     accounting: dict[str, int] | None = Field(
         default=None, description="Native records per disposition (mapped, folded, kept, context, unaccounted; "
                                   "unknown_type) of the normalizer's record accounting; None when it reported none.")
+    reconciliation: dict[str, int] | None = Field(
+        default=None, description="Counts of the dual-source reconciliation (native record vs provider "
+                                  "boundary; the items are in evidence/reconciliation.json); None when not run.")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

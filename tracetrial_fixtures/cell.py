@@ -389,6 +389,10 @@ class CellRunner:
             # Evidence for secret-redaction criteria must be taken *before* the archive
             # redactor scrubs the native records; it names files, never the values.
             archive.write_json("evidence/secret_scan.json", secret_scan(paths, task.spec.secrets))
+        from criteria.rules_reconcile import write_reconciliation
+
+        # native record vs provider boundary, from the redacted files (what rescore re-derives)
+        write_reconciliation(archive)
         archive.seal(run_id)
         return record
 
