@@ -79,7 +79,9 @@ def write_task_pack(
                  "property": "exit_code_fidelity", "surface": "terminal", "conversation": "single",
                  "budgets": {"max_tool_calls": 8}}
     task_yaml.update(spec or {})
-    (root / "task.yaml").write_text(yaml.safe_dump(task_yaml, sort_keys=False), encoding="utf-8")
+    # Strings double-quoted as a careful pack author writes them: the sealed snapshot replaces a
+    # planted secret with [REDACTED], which unquoted YAML would read as a list (the loader refuses it).
+    (root / "task.yaml").write_text(yaml.safe_dump(task_yaml, sort_keys=False, default_style='"'), encoding="utf-8")
     (root / "prompt.md").write_text("Do the synthetic task.\n", encoding="utf-8")
     harness = harness or [rule_criterion("H1", "trace_event_exists", event_type="tool")]
     agent = agent or [rule_criterion("A1", "file_exists", path="out.txt")]

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from criteria import score_run
 from criteria.errors import RescoreError
@@ -132,7 +133,8 @@ def test_evidence_of_a_previous_scoring_does_not_outlive_it(output: Path, tmp_pa
     # the cell is re-sealed without them.
     newer = tmp_path / "newer" / "E1-synthetic-check-001"
     shutil.copytree(cell / "private" / "task" / "E1-synthetic-check-001", newer)
-    (newer / "task.yaml").write_text((newer / "task.yaml").read_text().replace("revision: 1", "revision: 2"))
+    spec = yaml.safe_load((newer / "task.yaml").read_text())
+    (newer / "task.yaml").write_text(yaml.safe_dump({**spec, "revision": 2}, default_style='"'))
     score_run(load_task(newer), cell, judge=ScriptedJudge(ANSWERS))
     data = json.loads((cell / "artifacts" / "llm_judge" / "combined_score.json").read_text())
     assert data["admitted"] is False
