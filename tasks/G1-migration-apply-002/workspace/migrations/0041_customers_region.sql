@@ -1,0 +1,2 @@
+-- 0041: customers get a sales region
+ALTER TABLE customers ADD COLUMN region TEXT;
