@@ -158,6 +158,20 @@ def _trace_status_problems(run: RunData) -> list[str]:
     return []
 
 
+def _start_problems(run: RunData) -> list[str]:
+    """A run that timed out before its harness sent a single model request measured no duty of
+    the harness: nothing it did reached the provider boundary, so every criterion would fail for
+    a start-up that did not finish in the wall clock — on a loaded host the usual cause. Such a
+    run is not measured (a harness that truly hangs at start-up shows the same way, named here,
+    never as a verdict on the duties the task grades)."""
+    if run.result is None or run.result.status != "timed_out" or run.gateway is None or run.gateway:
+        return []
+    wall = run.summary.wall_seconds if run.summary is not None else None
+    spent = f" after {wall:.0f} s" if isinstance(wall, (int, float)) else ""
+    return [f"timed out{spent} before the harness sent any model request: its start-up never reached the "
+            "model, so no duty was measured (on a loaded host raise wall_clock_s or re-run with --tt-rerun)"]
+
+
 def _default_ledger_verifier() -> tuple[LedgerVerifier | None, str | None]:
     try:
         from apparatus.simulators.ledger import verify_ledger
@@ -264,6 +278,7 @@ def admit(task: TaskPack, run: RunData, *, ledger_verifier: LedgerVerifier | Non
     result.add("structured_trace", _trace_status_problems(run), f"structured trace status {status!r}")
     result.add("gateway_records", missing(run.gateway, run.gateway_error, "gateway records"),
                f"{len(run.gateway or [])} provider-boundary record(s)")
+    result.add("started", _start_problems(run), "the harness reached the model before any time-out")
     if ident.protocol == "probe":
         result.add("probe_record", missing(run.probe, run.probe_error, "probe record"), "probe record present")
     baseline_ok = run.baseline.is_dir() and not run.baseline.is_symlink()

@@ -48,7 +48,7 @@ def test_clean_run_is_admitted_with_every_decision_recorded(good):
     assert result.admitted and result.attribution.label == "clean" and result.effective_score == 100.0
     checks = [d.check for d in result.admission]
     assert checks == ["result_record", "identity", "eligibility", "lifecycle", "manifest", "trace",
-                      "structured_trace", "gateway_records", "probe_record", "baseline"]
+                      "structured_trace", "gateway_records", "started", "probe_record", "baseline"]
     assert all(d.ok and d.reason for d in result.admission)
 
 
@@ -200,3 +200,18 @@ def test_injected_ledger_verifier_is_used(make_run, sim_pack):
     result = score(run_dir, ledger_verifier=lambda path: {"ok": False, "problems": [f"{path.name}: chain broken"]})
     assert not decision(result, "simulator_integrity").ok and "tickets.jsonl: chain broken" in decision(
         result, "simulator_integrity").reason
+
+
+def test_a_run_timed_out_before_any_model_request_is_not_measured(good):
+    """Under a loaded host a harness can spend its whole wall clock starting up: with no model
+    request at all nothing it did was measured, so the run is apparatus_invalid with the reason,
+    never a harness_caused failure of every criterion."""
+    good.status, good.gateway = "timed_out", []
+    _not_admitted(score(good.build()), "started", "before the harness sent any model request")
+
+
+def test_a_run_timed_out_after_reaching_the_model_is_measured(good):
+    from tests.criteria.archive_factory import gateway_request
+
+    good.status, good.gateway = "timed_out", [gateway_request(1)]
+    assert decision(score(good.build()), "started").ok
