@@ -210,19 +210,22 @@ class Agent:
     # ------------------------------------------------------------------ tools
     async def _run_tool(self, p: Principal, call_id: str, generated: bool, name: str, raw_args: str) -> str:
         self.tool_calls += 1
+        # The principal a tool call and its result are recorded under (the ``misattribute_child``
+        # defect records a child's under the main principal; everything else still runs as the child).
+        rp = Principal(MAIN) if self.cfg.mutant == "misattribute_child" else p
         try:
             args = json.loads(raw_args) if raw_args.strip() else {}
             bad = None if isinstance(args, dict) else "arguments must be a JSON object"
         except ValueError as exc:
             args, bad = raw_args, f"invalid JSON arguments: {exc}"
         self._write("tool_call", {"call_id": call_id, "name": name, "arguments": args,
-                                  "id_generated": generated}, p)
+                                  "id_generated": generated}, rp)
         if bad:
             out = T.ToolOutcome(f"{name}: {bad}", is_error=True, status="error")
         else:
             out = await self._dispatch(p, call_id, name, args)
         out.content = self._mask(out.content)
-        self._write("tool_result", {"call_id": call_id, "name": name, **out.record()}, p)
+        self._write("tool_result", {"call_id": call_id, "name": name, **out.record()}, rp)
         if out.is_error:
             self.failed.append(call_id)
         else:
@@ -239,7 +242,7 @@ class Agent:
         return out.content
 
     async def _dispatch(self, p: Principal, call_id: str, name: str, args: dict[str, Any]) -> T.ToolOutcome:
-        rule = T.find_denial(self.cfg.deny, name, args)
+        rule = T.find_denial(self.cfg.deny, name, args, literal=self.cfg.mutant == "literal_deny_match")
         if rule is not None and self.cfg.mutant != "execute_denied":
             reason = f"{name} call matches deny rule {rule.text!r} of this task's permission policy"
             self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": "permission",
@@ -249,13 +252,15 @@ class Agent:
         ws = self.cfg.workspace
         if name == "shell":
             timeout = min(float(args.get("timeout_s") or T.DEFAULT_SHELL_TIMEOUT_S), T.MAX_SHELL_TIMEOUT_S)
+            if self.cfg.mutant == "ignore_requested_timeout":
+                timeout = T.DEFAULT_SHELL_TIMEOUT_S  # the defect: the model's timeout_s is dropped
             return await asyncio.to_thread(T.run_shell, str(args.get("command", "")), cwd=ws,
                                            env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
                                            mutant=self.cfg.mutant)
         if name == "read_file":
             return await asyncio.to_thread(T.read_file, ws, args, self.cfg.mutant)
         if name == "write_file":
-            return await asyncio.to_thread(T.write_file, ws, args)
+            return await asyncio.to_thread(T.write_file, ws, args, self.cfg.mutant)
         if name == "edit_file":
             return await asyncio.to_thread(T.edit_file, ws, args)
         if self.mcp is not None and name in self.mcp.tools:
@@ -282,6 +287,8 @@ class Agent:
             return T.ToolOutcome(f"ask_user failed: {exc}", is_error=True, status="error")
         self._write("ask_user", {"call_id": call_id, "question": question, "answer": answer,
                                  "source": self.cfg.ask_user.source}, p)
+        if self.cfg.mutant == "drop_user_answer":
+            return T.ToolOutcome("(no answer)")  # the defect: the user's answer never reaches the model
         return T.ToolOutcome(answer)
 
     # ------------------------------------------------------------------ sub-agents
@@ -410,6 +417,8 @@ class Agent:
                 "pending_child_ids": pending}
         if self.cfg.mutant == "claim_without_receipt":
             data.update(evidence_call_ids=[], receipts=[])
+        if self.cfg.mutant == "misreport_model_calls":
+            data["model_calls"] = max(self.model_calls - 1, 0)  # the defect: the last request goes uncounted
         self._write("completion", data, Principal(MAIN))
         return data
 

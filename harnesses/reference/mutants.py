@@ -32,6 +32,22 @@ defect                        component       property it breaks                
                                               claim-execution consistency       but drops its receipts and evidence call ids
 ``hide_tool_error``           Observability   tool-error relay                  an MCP result with ``isError: true`` is relayed as
                                                                                 ``isError: false`` (and recorded as a success)
+``ignore_requested_timeout``  Execution       timeout propagation               the shell call's ``timeout_s`` is dropped: every command
+                                                                                gets the harness default (120 s) instead of the model's
+                                                                                requested timeout (the timeout is still enforced)
+``literal_deny_match``        Governance      approval/guardrail consistency    a shell deny rule is matched against the command text as
+                                                                                written only (its leading words; a glob against the whole
+                                                                                text): ``/bin/rm``, ``sudo rm`` or ``cd x && rm`` run
+``ack_failed_write``          Lifecycle       committed vs acknowledged state   a ``write_file`` that failed (nothing was written) is
+                                                                                acknowledged as written (``Wrote N bytes to …``, no
+                                                                                error flag, recorded as a success)
+``misattribute_child``        Observability   event provenance                  a sub-agent's tool calls and results are recorded under
+                                                                                the main principal (``principal_id: main``, no parent);
+                                                                                the child still runs them in its own context
+``drop_user_answer``          Tools           structured user-clarification     the ``ask_user`` answer is obtained and recorded, but the
+                                              channel                           model is shown ``(no answer)`` instead of it
+``misreport_model_calls``     Verification    reported value vs artifact        the final completion record's ``model_calls`` is one less
+                                                                                than the model requests sent (the last is not counted)
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -75,6 +91,18 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("claim_without_receipt", "Verification", "citable_completion_receipts",
                "final completion record drops receipts and evidence"),
         Mutant("hide_tool_error", "Observability", "tool_error_relay", "MCP isError relayed as success"),
+        Mutant("ignore_requested_timeout", "Execution", "timeout_propagation",
+               "the model's requested shell timeout dropped; the harness default used instead"),
+        Mutant("literal_deny_match", "Governance", "approval_guardrail_consistency",
+               "deny rules matched on the command text as written only; equivalent forms run"),
+        Mutant("ack_failed_write", "Lifecycle", "committed_vs_acknowledged_state",
+               "a failed write_file acknowledged as written"),
+        Mutant("misattribute_child", "Observability", "event_provenance",
+               "a sub-agent's tool calls and results recorded under the main principal"),
+        Mutant("drop_user_answer", "Tools", "structured_user_clarification_channel",
+               "the ask_user answer replaced by '(no answer)' before the model sees it"),
+        Mutant("misreport_model_calls", "Verification", "reported_value_artifact_consistency",
+               "the completion record's model_calls one less than the requests sent"),
     )
 }
 

@@ -153,10 +153,18 @@ class DenyRule:
     def is_prefix(self) -> bool:
         return self.tool == "shell" and not any(c in self.glob for c in "*?[")
 
-    def matches(self, tool: str, subject: str) -> bool:
+    def matches(self, tool: str, subject: str, *, literal: bool = False) -> bool:
+        """``literal``: the ``literal_deny_match`` defect - a shell rule is compared with the command
+        text as written only (its leading words, or the glob against the whole text): no program
+        basename, no wrapper or ``VAR=x`` stripping, no segments of a compound command."""
         if not fnmatch.fnmatchcase(tool, self.tool):
             return False
         if tool != "shell":
+            return fnmatch.fnmatchcase(subject.strip(), self.glob)
+        if literal:
+            if self.is_prefix:
+                want = self.glob.split()
+                return subject.split()[: len(want)] == want
             return fnmatch.fnmatchcase(subject.strip(), self.glob)
         segments = [s for s in _SEGMENT_RE.split(subject) if s.strip()]
         if self.is_prefix:
@@ -174,9 +182,10 @@ def deny_subject(tool: str, arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
 
 
-def find_denial(rules: list[DenyRule], tool: str, arguments: Mapping[str, Any]) -> DenyRule | None:
+def find_denial(rules: list[DenyRule], tool: str, arguments: Mapping[str, Any], *,
+                literal: bool = False) -> DenyRule | None:
     subject = deny_subject(tool, arguments)
-    return next((r for r in rules if r.matches(tool, subject)), None)
+    return next((r for r in rules if r.matches(tool, subject, literal=literal)), None)
 
 
 # ----------------------------------------------------------------------------- truncation
@@ -328,7 +337,7 @@ def read_file(workspace: Path, args: Mapping[str, Any], mutant: str | None) -> T
     return ToolOutcome(lim.text if data else "(empty file)", truncated=lim.truncated, omitted_bytes=lim.omitted)
 
 
-def write_file(workspace: Path, args: Mapping[str, Any]) -> ToolOutcome:
+def write_file(workspace: Path, args: Mapping[str, Any], mutant: str | None = None) -> ToolOutcome:
     path = resolve(workspace, str(args.get("path", "")))
     content = args.get("content")
     if not isinstance(content, str):
@@ -337,6 +346,8 @@ def write_file(workspace: Path, args: Mapping[str, Any]) -> ToolOutcome:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
     except OSError as exc:
+        if mutant == "ack_failed_write":  # the defect: a write that did not happen is acknowledged
+            return ToolOutcome(f"Wrote {len(content.encode('utf-8'))} bytes to {path}")
         return ToolOutcome(f"write_file: cannot write {path}: {exc}", is_error=True, status="error")
     return ToolOutcome(f"Wrote {len(content.encode('utf-8'))} bytes to {path}")
 

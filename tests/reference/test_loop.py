@@ -324,8 +324,88 @@ def test_each_mutant_changes_nothing_outside_its_defect(harness: Harness) -> Non
         if mutant == "claim_without_receipt":
             assert done["evidence_call_ids"] == [] != base_done["evidence_call_ids"]
             done["evidence_call_ids"] = base_done["evidence_call_ids"]
+        elif mutant == "misreport_model_calls":
+            assert done["model_calls"] == base_done["model_calls"] - 1
+            done["model_calls"] = base_done["model_calls"]
         elif mutant in expected:  # the hidden failure also leaves the failed-call list
             assert done["failed_tool_call_ids"] == ([] if mutant == "hide_exit_code" else ["c1"])
             done["failed_tool_call_ids"], done["evidence_call_ids"] = (base_done["failed_tool_call_ids"],
                                                                       base_done["evidence_call_ids"])
         assert done == base_done, mutant
+
+
+# ----------------------------------------------------------------------------- mutants of the later properties
+
+
+@pytest.mark.parametrize("mutant", [None, "ignore_requested_timeout"])
+def test_requested_timeout_takes_effect_unless_ignore_requested_timeout(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("t1", "shell", {"command": "sleep 2; echo finished", "timeout_s": 0.5}), say("done")]}
+    run = harness.run(script, *(["--mutant", mutant] if mutant else []))
+    shown = run.server.requests[-1].tool_result("t1")
+    res = run.result_of("t1")
+    if mutant is None:
+        assert shown.startswith("Command timed out after 0.5 s") and "finished" not in shown
+        assert res["status"] == "timed_out" and res["duration_s"] < 1.9
+    else:  # the harness default (120 s) applies: the 2 s command runs to its end
+        assert shown == "Exit code 0\nfinished\n"
+        assert res["status"] == "ok" and res["duration_s"] >= 2
+    assert run.of_type("tool_call")[0]["data"]["arguments"]["timeout_s"] == 0.5  # the request itself is recorded
+
+
+@pytest.mark.parametrize("mutant", [None, "drop_user_answer"])
+def test_ask_user_answer_reaches_the_model_unless_drop_user_answer(harness: Harness, tmp_path: Path,
+                                                                   mutant: str | None) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"answers": [{"match": "(?i)region", "answer": "eu-north-7"}]}))
+    script = {"main": [call("a1", "ask_user", {"question": "Which region?"}), say("ok")]}
+    run = harness.run(script, "--ask-user-answers", str(answers), *(["--mutant", mutant] if mutant else []))
+    assert "ask_user" in run.server.requests[0].tool_names
+    rec = run.of_type("ask_user")[0]["data"]
+    assert (rec["question"], rec["answer"]) == ("Which region?", "eu-north-7")  # the harness got the answer
+    shown = run.server.requests[-1].tool_result("a1")
+    if mutant is None:
+        assert shown == "eu-north-7" and run.result_of("a1")["content"] == "eu-north-7"
+    else:
+        assert shown == "(no answer)" and "eu-north-7" not in _requests_text(run)
+        assert run.result_of("a1")["is_error"] is False
+
+
+@pytest.mark.parametrize("mutant", [None, "misattribute_child"])
+def test_child_actions_recorded_under_the_child_unless_misattribute_child(harness: Harness,
+                                                                           mutant: str | None) -> None:
+    script = {"main": [call("p1", "shell", {"command": "echo parent-work"}),
+                       call("s1", "spawn_subagent", {"prompt": "Do the child work."}), say("done")],
+              "child-1": [call("k1", "shell", {"command": "echo child-work"}), say("child done")]}
+    run = harness.run(script, *(["--mutant", mutant] if mutant else []))
+    assert run.returncode == 0, run.stderr
+    # the child still runs in its own context, whatever the records say
+    child = run.server.of("child-1")
+    assert len(child) == 2 and child[0].headers["x-tt-principal-id"] == "child-1"
+    assert child[1].tool_result("k1") == "Exit code 0\nchild-work\n"
+    assert run.server.of("main")[-1].tool_result("s1").endswith("child done")
+
+    def owner(type_: str, call_id: str) -> tuple[str, str | None, str]:
+        r = next(r for r in run.of_type(type_) if r["data"]["call_id"] == call_id)
+        return r["principal_id"], r["parent_principal_id"], r["principal_role"]
+
+    for type_ in ("tool_call", "tool_result"):
+        assert owner(type_, "p1") == ("main", None, "main")
+        assert owner(type_, "k1") == (("child-1", "main", "child") if mutant is None else ("main", None, "main"))
+    # the child's other records (requests, responses, its finish) keep its principal
+    kinds = {r["type"] for r in run.records if r["principal_id"] == "child-1"}
+    assert {"request", "response", "subagent"} <= kinds
+    assert ("tool_call" in kinds) is (mutant is None)
+
+
+@pytest.mark.parametrize("mutant", [None, "misreport_model_calls"])
+def test_completion_counts_every_model_call_unless_misreport_model_calls(harness: Harness,
+                                                                          mutant: str | None) -> None:
+    script = {"main": [call("c1", "shell", {"command": "true"}), call("c2", "shell", {"command": "true"}),
+                       say("done")]}
+    run = harness.run(script, *(["--mutant", mutant] if mutant else []))
+    assert len(run.server.requests) == 3 and len(run.of_type("request")) == 3
+    done = run.of_type("completion")[0]["data"]
+    want = 3 if mutant is None else 2
+    assert done["model_calls"] == want and run.result["model_calls"] == want
+    assert done["tool_calls"] == 2 and done["status"] == "completed"
+    assert sum(r["data"]["usage"]["completion_tokens"] for r in run.of_type("response")) > 0  # usage untouched

@@ -208,3 +208,57 @@ def test_find_receipts() -> None:
     value = {"ok": True, "receipt_id": "R-1", "lines": [{"confirmation": 77}, {"result": {"Receipt_No": "R-2"}}],
              "receipt_ok": True}
     assert find_receipts(value) == [("receipt_id", "R-1"), ("confirmation", 77), ("Receipt_No", "R-2")]
+
+
+# ----------------------------------------------------------------------------- literal_deny_match
+
+
+@pytest.mark.parametrize(("rule", "command", "literal_denied"), [
+    ("rm", "rm data/a.log", True),                    # the denied prefix as written: still refused
+    ("rm", "rm", True),
+    ("rm", "/bin/rm -f ./data/b.log", False),         # path-qualified program
+    ("rm", "cd data && rm c.log", False),             # a later segment of a compound command
+    ("rm", "sudo rm x", False),                       # wrapper
+    ("rm", "FOO=1 rm -i y", False),                   # env-assignment prefix
+    ("rm", "rmdir build", False),
+    ("python3 tools/publish.py", "python3 tools/publish.py", True),
+    ("python3 tools/publish.py", "python3 tools/publish.py --dry-run", True),
+    ("git push*", "git push origin main", True),
+    ("git push*", "make && git push origin main", False),
+])
+def test_literal_deny_match_only_matches_the_command_as_written(rule: str, command: str,
+                                                                literal_denied: bool) -> None:
+    rules = [T.DenyRule.parse(rule)]
+    args = {"command": command}
+    faithful = T.find_denial(rules, "shell", args) is not None
+    assert faithful is (command != "rmdir build")  # the faithful harness refuses every equivalent form
+    assert (T.find_denial(rules, "shell", args, literal=True) is not None) is literal_denied
+
+
+def test_literal_deny_match_leaves_other_tools_alone() -> None:
+    rules = [T.DenyRule.parse("write_file:secrets/*")]
+    args = {"path": "secrets/key.txt", "content": ""}
+    assert T.find_denial(rules, "write_file", args, literal=True) is T.find_denial(rules, "write_file", args)
+    assert T.find_denial(rules, "write_file", args) is not None
+
+
+# ----------------------------------------------------------------------------- ack_failed_write
+
+
+@pytest.mark.parametrize("mutant", [None, "ack_failed_write"])
+def test_failed_write_is_an_error_unless_ack_failed_write(tmp_path: Path, mutant: str | None) -> None:
+    (tmp_path / "config" / "app.yaml").mkdir(parents=True)  # a directory: no write can succeed
+    out = T.write_file(tmp_path, {"path": "config/app.yaml", "content": "port: 8080\n"}, mutant)
+    assert (tmp_path / "config" / "app.yaml").is_dir()  # nothing was written either way
+    if mutant is None:
+        assert (out.is_error, out.status) == (True, "error")
+        assert out.content.startswith(f"write_file: cannot write {tmp_path / 'config' / 'app.yaml'}")
+    else:
+        assert (out.is_error, out.status) == (False, "ok")
+        assert out.content == f"Wrote 11 bytes to {tmp_path / 'config' / 'app.yaml'}"
+    # a write that succeeds is acknowledged identically by both
+    ok = T.write_file(tmp_path, {"path": "other.yaml", "content": "a: 1\n"}, mutant)
+    assert (ok.content, ok.is_error) == (f"Wrote 5 bytes to {tmp_path / 'other.yaml'}", False)
+    assert (tmp_path / "other.yaml").read_text() == "a: 1\n"
+    bad = T.write_file(tmp_path, {"path": "x.yaml", "content": 3}, mutant)
+    assert bad.is_error  # an invalid call is still refused
