@@ -26,6 +26,9 @@ _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 # notifications, Codex/Claude environment context blocks, OpenClaw's internal-context block
 # appended to a resumed session).
 _NOT_USER = HARNESS_INJECTED
+_DEFERRED = re.compile(r"following deferred tools[^\n]*:[ \t]*\n((?:[ \t]*(?:[-*][ \t]*)?[A-Za-z0-9_.\-]+[ \t]*(?:\n|$))+)",
+                       re.IGNORECASE)
+_FUNCTION = re.compile(r"<function>(\{.*?\})</function>", re.DOTALL)
 _CWD = re.compile(r"(?:Primary working directory|Working directory|Current working directory):[ \t]*(/[^\n]*)|"
                   r"<cwd>([^<]+)</cwd>")
 
@@ -98,6 +101,45 @@ class Conversation:
         if m is None:
             m = _CWD.search("\n".join(it.text for it in self.items if it.kind in ("user", "system")))
         return (m.group(1) or m.group(2)).strip() if m else None
+
+    def deferred_tool_names(self) -> tuple[str, ...]:
+        """Tool names the request announces as deferred (named, not declared; loadable through the
+        harness's search tool), in order: Claude Code 2.1.332 lists them one per line after "The
+        following deferred tools are now available via ToolSearch. …:" in a system entry."""
+        names: list[str] = []
+        texts = [self.system_text] + [it.text for it in self.items if it.kind in ("user", "system")]
+        for text in texts:
+            for m in _DEFERRED.finditer(text):
+                for line in m.group(1).splitlines():
+                    name = line.strip().lstrip("-* ").strip()
+                    if name and name not in names:
+                        names.append(name)
+        return tuple(names)
+
+    def revealed_tools(self, search_tools: tuple[str, ...]) -> list[ToolDecl]:
+        """Tools whose schema the result of a call to one of ``search_tools`` showed the model
+        (Claude Code ``ToolSearch``: one ``<function>{"description", "name", "parameters"}</function>``
+        line per tool; a ``tool_reference`` block names one without its schema)."""
+        searches = {norm_id(it.call_id) for it in self.items
+                    if it.kind == "tool_call" and it.call_id and it.name in search_tools}
+        out: list[ToolDecl] = []
+        for it in self.items:
+            if it.kind != "tool_result" or norm_id(it.call_id) not in searches:
+                continue
+            for m in _FUNCTION.finditer(it.text):
+                try:
+                    spec = json.loads(m.group(1))
+                except ValueError:
+                    continue
+                if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+                    schema = spec.get("parameters")
+                    out.append(ToolDecl(spec["name"], None, schema if isinstance(schema, dict) else {},
+                                        str(spec.get("description") or "")))
+            content = it.raw.get("content") if isinstance(it.raw, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_reference" and block.get("tool_name"):
+                    out.append(ToolDecl(str(block["tool_name"])))
+        return out
 
     def results_by_id(self) -> dict[str, Item]:
         """Tool results keyed by normalized call id (last one wins)."""

@@ -32,7 +32,7 @@ from apparatus.probe.conversation import (
     strip_reminders,
 )
 from apparatus.probe.loader import PolicyModule
-from apparatus.probe.mapping import Plan, PlannedCall, plan_action
+from apparatus.probe.mapping import DEFERRED_SEARCH_TOOLS, Plan, PlannedCall, plan_action
 from apparatus.probe.report import (
     AbsentCapability,
     ProbeOptions,
@@ -41,7 +41,7 @@ from apparatus.probe.report import (
     RequestRecord,
 )
 from apparatus.probe.summary import compaction_text, title_text
-from apparatus.probe.tools import Inventory
+from apparatus.probe.tools import Inventory, ToolDecl
 from apparatus.probe.wire import (
     EmittedCall,
     Rendered,
@@ -52,7 +52,7 @@ from apparatus.probe.wire import (
     render_responses,
 )
 from tracetrial.harness import WireFormat
-from tracetrial.policy import Action, Final, Observation, Turn, TurnView
+from tracetrial.policy import Action, CallTool, Final, Observation, Turn, TurnView
 
 APPARATUS = "TraceTrial probe apparatus error"
 
@@ -393,7 +393,13 @@ class Run:
             rec.final_count = _count_texts(conv, action.text)
         else:
             try:
-                plan = plan_action(action, Inventory(conv.tools), conv.cwd())
+                inv = Inventory(conv.tools)
+                deferred: tuple[str, ...] = ()
+                revealed: list[ToolDecl] = []
+                if isinstance(action, CallTool) and inv.first(DEFERRED_SEARCH_TOOLS) is not None:
+                    deferred = conv.deferred_tool_names()
+                    revealed = conv.revealed_tools(DEFERRED_SEARCH_TOOLS)
+                plan = plan_action(action, inv, conv.cwd(), deferred=deferred, revealed=revealed)
             except TypeError as exc:
                 raise PolicyFailure(str(exc)) from exc
             rec.plan = plan

@@ -10,7 +10,9 @@ read_file          ``Read`` / – / ``read`` / – / ``read_file``              
 write_file         ``Write`` / – / ``write`` / – / ``write_file``                 shell ``printf``
 edit_file          ``Edit`` / – / ``edit`` / – / ``edit_file``                    shell ``python3`` one-off
 call_tool          ``mcp__<s>__<t>`` / namespace ``mcp__<s>`` + ``<t>`` /         absent
-                   ``<s>__<t>`` or ``tool_search`` → ``tool_call {id, args}``
+                   ``<s>__<t>`` or ``tool_search`` → ``tool_call {id, args}``;
+                   deferred (Claude Code 2.1.332+): ``ToolSearch
+                   {query: "select:mcp__<s>__<t>"}`` → ``mcp__<s>__<t>``
 spawn_subagent     ``Agent``/``Task`` / ``multi_agent_v1/spawn_agent`` /          absent
                    ``sessions_spawn``
 ask_user           ``AskUserQuestion`` / ``request_user_input`` / ``ask_user``…   absent
@@ -29,9 +31,11 @@ Anything lost in the mapping (a timeout with no field) is reported in ``notes``.
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +59,11 @@ READ_TOOLS = ("Read", "read", "read_file", "ReadFile", "file_read", "view_file")
 WRITE_TOOLS = ("Write", "write", "write_file", "WriteFile", "create_file", "file_write")
 EDIT_TOOLS = ("Edit", "edit", "edit_file", "EditFile", "str_replace", "replace_in_file")
 AGENT_TOOLS = ("Agent", "Task", "spawn_agent", "sessions_spawn", "spawn_subagent", "subagent", "delegate")
+#: Search tools behind which a harness defers tools it names but does not declare (Claude Code
+#: 2.1.332+ ``ToolSearch {query, max_results}``: "select:<name>" returns the tool's schema in a
+#: ``<functions>`` block, after which the tool is callable by name). Only consulted when an MCP
+#: tool is neither declared nor reachable through a ``tool_call`` indirection.
+DEFERRED_SEARCH_TOOLS = ("ToolSearch", "tool_search", "search_tools")
 ASK_TOOLS = ("AskUserQuestion", "ask_user", "ask_user_question", "request_user_input", "ask_followup_question",
              "ask_human", "ask_question")
 
@@ -310,10 +319,15 @@ def _file_plan(inv: Inventory, names: tuple[str, ...], sem: dict[str, Any], fall
     return plan or _absent(f"a {what} tool ({'/'.join(names[:3])}) or a shell tool")
 
 
-def _mcp_plan(inv: Inventory, action: CallTool) -> Plan:
+def _mcp_plan(inv: Inventory, action: CallTool, deferred: Sequence[str] = (),
+              revealed: Sequence[ToolDecl] = ()) -> Plan:
     wanted = {_norm(f"mcp__{action.server}__{action.tool}"), _norm(f"{action.server}__{action.tool}")}
     for tool in inv.tools:
         if _norm(tool.display) in wanted:
+            search = inv.first(DEFERRED_SEARCH_TOOLS) if tool.deferred else None
+            if search is not None and not any(_norm(t.name) in wanted for t in revealed):
+                # declared with defer_loading but never loaded: the model has only its name
+                return _deferred_plan(search, action, wanted, deferred, revealed, declared=tool)
             return Plan((PlannedCall(tool, dict(action.arguments)),))
     caller = inv.first(("tool_call", "call_tool"))
     if caller is not None:
@@ -329,9 +343,42 @@ def _mcp_plan(inv: Inventory, action: CallTool) -> Plan:
         calls.append(PlannedCall(caller, {id_key: target, args_key: dict(action.arguments)},
                                  target=target, target_arguments=dict(action.arguments)))
         return Plan(tuple(calls), via="tool_search")
+    search = inv.first(DEFERRED_SEARCH_TOOLS)
+    if search is not None:
+        return _deferred_plan(search, action, wanted, deferred, revealed)
     return _absent(f"MCP tool {action.tool!r} of server {action.server!r} "
                    f"(mcp__{action.server}__{action.tool}, namespace mcp__{action.server}, "
-                   f"{action.server}__{action.tool} or tool_search/tool_call)")
+                   f"{action.server}__{action.tool}, tool_search/tool_call or a deferred-tool search)")
+
+
+def _deferred_plan(search: ToolDecl, action: CallTool, wanted: set[str], deferred: Sequence[str],
+                   revealed: Sequence[ToolDecl], declared: ToolDecl | None = None) -> Plan:
+    """An MCP tool the harness defers behind its own search tool (Claude Code ``ToolSearch``):
+    the request names it (a deferred list) but declares no schema, so the model must fetch it
+    with the search tool first and then call it by its name.
+
+    Also used for a tool declared with ``defer_loading`` that no search result has loaded yet
+    (the Anthropic API shows the model only its name). A tool whose schema (or a
+    ``tool_reference`` to it) an earlier search result already showed is called directly; otherwise
+    the search runs first — with ``select:<name>`` when the search tool documents that form,
+    else the name as the query — then the call. Its name is spelt as the harness announced it
+    (else ``mcp__<server>__<tool>``)."""
+    done = next((t for t in revealed if _norm(t.name) in wanted), None)
+    if done is not None:
+        return Plan((PlannedCall(done, dict(action.arguments)),), via="tool_search",
+                    notes=(f"{done.name} was loaded by an earlier {search.display} result",))
+    name = declared.name if declared is not None else next(
+        (n for n in deferred if _norm(n) in wanted), f"mcp__{action.server}__{action.tool}")
+    documented = search.description + " " + json.dumps(search.schema, sort_keys=True)
+    query = f"select:{name}" if "select:" in documented else name
+    sargs, _ = shape_arguments(search, {"query": query})
+    if declared is not None:
+        how = "declared with defer_loading, not yet loaded"
+    else:
+        how = "not declared, " + ("announced as deferred" if any(_norm(n) in wanted for n in deferred)
+                                  else "not announced")
+    return Plan((PlannedCall(search, sargs), PlannedCall(declared or ToolDecl(name), dict(action.arguments))),
+                via="tool_search", notes=(f"{name} is {how}; loaded through {search.display} first",))
 
 
 def _agent_tool(inv: Inventory) -> ToolDecl | None:
@@ -354,11 +401,15 @@ def _ask_tool(inv: Inventory) -> ToolDecl | None:
     return None
 
 
-def plan_action(action: Action, inv: Inventory, cwd: str | None = None) -> Plan:
+def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, deferred: Sequence[str] = (),
+                revealed: Sequence[ToolDecl] = ()) -> Plan:
     """Map ``action`` to the calls this request's declarations allow (or an absent capability).
 
     ``cwd`` (the working directory the harness announced) turns relative paths absolute for
-    file tools whose schema demands absolute paths.
+    file tools whose schema demands absolute paths. ``deferred`` (tool names the request
+    announces as loadable through a search tool) and ``revealed`` (tools an earlier search
+    result gave the schema of) only matter when an MCP tool is not declared and a
+    deferred-tool search tool is (:data:`DEFERRED_SEARCH_TOOLS`).
     """
     if isinstance(action, Shell):
         return _shell_plan(inv, action.command, timeout_s=action.timeout_s) or _absent(
@@ -372,7 +423,7 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None) -> Plan:
         return _file_plan(inv, EDIT_TOOLS, {"path": action.path, "old": action.old, "new": action.new},
                           shell_edit(action.path, action.old, action.new), "file-edit", cwd)
     if isinstance(action, CallTool):
-        return _mcp_plan(inv, action)
+        return _mcp_plan(inv, action, deferred, revealed)
     if isinstance(action, SpawnSubagent):
         tool = _agent_tool(inv)
         if tool is None:

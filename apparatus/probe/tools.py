@@ -28,6 +28,9 @@ class ToolDecl:
     schema: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     kind: str = "function"
+    #: Anthropic ``defer_loading: true``: declared, but the model knows only the name until a
+    #: search tool's result references it (Claude Code 2.1.332 declares loaded MCP tools so).
+    deferred: bool = False
 
     @property
     def display(self) -> str:
@@ -58,7 +61,8 @@ def parse_tools(wire_format: str, tools: Any) -> list[ToolDecl]:
         if wire_format == "anthropic":
             if "name" in t:
                 kind = "function" if "input_schema" in t or "type" not in t or t.get("type") == "custom" else str(t["type"])
-                out.append(ToolDecl(t["name"], None, _schema(t.get("input_schema")), t.get("description") or "", kind))
+                out.append(ToolDecl(t["name"], None, _schema(t.get("input_schema")), t.get("description") or "", kind,
+                                    deferred=t.get("defer_loading") is True))
         elif wire_format == "responses":
             ttype = t.get("type")
             if ttype == "namespace":

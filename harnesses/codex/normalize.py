@@ -7,7 +7,11 @@ Sources per turn:
 * the thread's rollout ``native/rollouts/rollout-*-<thread>.jsonl`` — the model-facing
   exchange: ``function_call``/``custom_tool_call`` and their ``*_output`` joined by
   ``call_id``, assistant messages and reasoning, ``mcp_tool_call_end`` (structured
-  ``isError``/duration), compaction. A rollout is split into turns at ``task_started``.
+  ``isError``/duration), compaction, and (0.171+) one top-level ``token_usage_record`` per
+  model response (-> ``token_usage`` of scope ``call``, ``step_id`` = its ``response_id``),
+  and ``event_msg/item_completed`` tool items whose ``result.isError``/``exit_code``/``status``
+  /``duration`` join the call of the same id (the fields 0.145 wrote in ``*_end`` records).
+  A rollout is split into turns at ``task_started``.
 
 Why tool events come from the rollout: the stdout ``command_execution`` item carries
 ``exit_code`` but its ``aggregated_output`` is the *full* process output, not what the model
@@ -149,7 +153,8 @@ SKIP_REASONS = {
     "mcp_tool_call_begin": "the call's start (its response_item call record is the event)",
 }
 #: Rollout record types this normalizer knows (anything else stays a native_event, flagged).
-KNOWN_ROLLOUT = {"session_meta", "turn_context", "world_state", "response_item", "event_msg", "compacted"}
+KNOWN_ROLLOUT = {"session_meta", "turn_context", "world_state", "response_item", "event_msg", "compacted",
+                 "token_usage_record"}
 #: stdout record types this normalizer knows.
 KNOWN_STDOUT = {"thread.started", "turn.started", "turn.completed", "turn.failed", "item.started", "item.updated",
                 "item.completed", "error"}
@@ -692,6 +697,8 @@ class _Normalizer(TraceBuilder):
             self._response_item(env, turn, payload, ptype, thread)
         elif top == "event_msg":
             self._event_msg(env, turn, payload, ptype, thread, line)
+        elif top == "token_usage_record":
+            self._usage_record(env, payload)
         elif top == "compacted":
             message = payload.get("message")
             self.events.append(
@@ -704,6 +711,16 @@ class _Normalizer(TraceBuilder):
             )
         else:
             self.unknown_record(NativeEvent(**env, native_event_type=f"rollout/{top}"))
+
+    def _usage_record(self, env: dict[str, Any], p: dict[str, Any]) -> None:
+        """A ``token_usage_record`` (Codex 0.171+: one per model response, after its output) ->
+        ``token_usage`` of scope ``call``: ``usage`` is that response's own usage,
+        ``step_id`` its native ``response_id``; the running ``turn_token_usage`` /
+        ``thread_token_usage`` totals stay in the raw record."""
+        usage = p.get("usage") if isinstance(p.get("usage"), dict) else None
+        response = p.get("response_id")
+        self.events.append(TokenUsageEvent(**env, **_usage(usage), usage_scope="call",
+                                           step_id=response if isinstance(response, str) else None))
 
     def _response_item(self, env: dict[str, Any], turn: int | None, p: dict[str, Any], ptype: Any,
                        thread: str | None) -> None:
@@ -795,6 +812,8 @@ class _Normalizer(TraceBuilder):
             call = self.calls.get(key)
             if call is not None:
                 self.ledger.fold(call)  # its structured fields join the call's result
+        elif ptype == "item_completed" and self._item_completed(env, turn, _obj(p.get("item"))):
+            return
         elif ptype in ("context_compacted",):
             self.events.append(ContextCompactionEvent(**env, native_event_type=f"event_msg/{ptype}"))
         elif principal != MAIN and ptype in CHILD_EVENT_MSG:
@@ -803,6 +822,38 @@ class _Normalizer(TraceBuilder):
             self.events.append(NativeEvent(**env, native_event_type=f"event_msg/{ptype}"))
         else:
             self.ledger.context(SKIP_REASONS[str(ptype)])
+
+    def _item_completed(self, env: dict[str, Any], turn: int | None, item: dict[str, Any]) -> bool:
+        """Codex 0.171+ ``event_msg/item_completed`` of a tool item (``McpToolCall``,
+        ``CommandExecution``; its ``id`` is the model's ``call_id``): the structured fields that
+        0.145 wrote in ``mcp_tool_call_end``/``exec_command_end`` (``result.isError``,
+        ``exit_code``, ``duration``) plus the item's ``status`` join that call's result, and the
+        record is folded into the call. Other items (and a tool item naming no known call) stay
+        ``native_event`` (returns ``False``)."""
+        if item.get("type") not in ("McpToolCall", "CommandExecution") or not isinstance(item.get("id"), str):
+            return False
+        principal = env["principal_id"]
+        key = (principal, self.trace_id(item["id"], turn, principal))
+        call = self.calls.get(key)
+        if call is None:
+            return False
+        extra: dict[str, Any] = {}
+        result = item.get("result")
+        if isinstance(result, dict) and isinstance(result.get("isError"), bool):
+            extra["is_error"] = result["isError"]
+        if isinstance(item.get("exit_code"), int):
+            extra["exit_code"] = item["exit_code"]
+        if isinstance(item.get("status"), str):
+            extra["status"] = item["status"]
+        duration = item.get("duration")
+        if isinstance(duration, dict) and isinstance(duration.get("secs"), int):
+            extra["duration"] = duration["secs"] + (duration.get("nanos") or 0) / 1e9
+        if call.tool_result is not None:  # the output came first: complete the paired result
+            call.tool_result = call.tool_result.model_copy(update=extra)
+        else:
+            self.extra[key] = {**self.extra.get(key, {}), **extra}
+        self.ledger.fold(call)
+        return True
 
     def _child_event(self, env: dict[str, Any], p: dict[str, Any], ptype: str, thread: str | None,
                      line: _Line) -> None:

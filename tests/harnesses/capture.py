@@ -13,6 +13,11 @@ Re-capture (overwrites the fixtures; review the snapshot diff afterwards)::
 
     python -m tests.harnesses.capture [harness[/case]] ...
     python -m pytest tests/harnesses --snapshot-update
+
+A named installed version (``tracetrial install codex@0.171.0``) is captured with the same
+cases into ``golden/<harness>/<case>@<version>/`` (its own fixtures beside the pins')::
+
+    python -m tests.harnesses.capture codex@0.171.0[/case] ...
 """
 
 from __future__ import annotations
@@ -235,11 +240,18 @@ def run_case(
     return ctx, outcomes, served
 
 
+def golden_dir(harness: str, name: str) -> Path:
+    """``golden/<harness>/<case>``; a named version ``<harness>@<v>`` gets ``<case>@<v>``."""
+    base, _, version = harness.partition("@")
+    return GOLDEN / base / (f"{name}@{version}" if version else name)
+
+
 def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
     adapter = get_harness(harness)
-    case = cases(harness)[name]
+    base = harness.partition("@")[0]
+    case = cases(base)[name]
     task = load_task(EXAMPLE_PACK)
-    dest = GOLDEN / harness / name
+    dest = golden_dir(harness, name)
     turns: list[dict[str, object]] = []
 
     def record(o: TurnOutcome) -> None:
@@ -254,7 +266,7 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
             }
         )
 
-    run_id = f"golden-{harness.replace('_', '-')}-{name.replace('_', '-')}"
+    run_id = f"golden-{base.replace('_', '-')}-{name.replace('_', '-')}"
     with tempfile.TemporaryDirectory(prefix=f"tt-golden-{harness}-") as tmp:
         ctx, _, served = run_case(
             adapter,
@@ -271,7 +283,8 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
         shutil.copytree(ctx.paths.native, dest / "native")
         scrub_machine_paths(dest / "native")
         meta = {
-            "harness": harness,
+            "harness": base,
+            **({"named_version": harness} if harness != base else {}),
             "version": adapter.version(),
             "case": name,
             "run_id": run_id,
@@ -311,13 +324,13 @@ def main(argv: list[str]) -> int:
         (h, n)
         for target in (argv or ["claude_code", "codex"])
         for h, _, only in [target.partition("/")]
-        for n in cases(h)
+        for n in cases(h.partition("@")[0])
         if not only or n == only
     ]
     chain = None
     with tempfile.TemporaryDirectory(prefix="tt-golden-chain-") as work:
         try:
-            if any(cases(h)[n].via == "probe" for h, n in selected):
+            if any(cases(h.partition("@")[0])[n].via == "probe" for h, n in selected):
                 chain = ProbeChain(Path(work))
             for harness, name in selected:
                 dest = capture(harness, name, chain)
