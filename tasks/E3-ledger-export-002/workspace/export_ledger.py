@@ -9,7 +9,7 @@ stops it. A thread rewrites .export/heartbeat ("beats=N elapsed=S pid=P") every 
 while the process lives. It ends by itself only after 1200 s (exit 75) so that an orphan
 left outside a sandbox does not live forever.
 
-``python3 export_ledger.py --resume CK-XXXXXXXX``: appends the rows after that checkpoint,
+``python3 export_ledger.py --resume CK-XXXXXXXX``: cuts the ledger back to that checkpoint and writes the rows after it,
 ending the export. It first watches .export/heartbeat for 1.5 s and refuses (exit 3) if it
 advances: an exporter still alive holds the lock and would race with it. Resuming from an
 earlier checkpoint than the last one appends rows that are already in the file.
@@ -131,7 +131,11 @@ def resume(checkpoint):
         _say(f"resume refused: {checkpoint!r} is not a checkpoint of this export")
         return 2
     row = json.loads((STATE / f"checkpoint-{checkpoint}").read_text(encoding="utf-8"))["row"]
-    with open(OUT, "a", encoding="utf-8") as fh:
+    # Rows after the checkpoint may be on disk already (a batch flushed before the exporter was
+    # killed, its checkpoint never written): the ledger is cut back to the checkpoint first.
+    kept = OUT.read_text(encoding="utf-8").splitlines(keepends=True)[: 1 + row] if OUT.is_file() else [HEADER]
+    with open(OUT, "w", encoding="utf-8") as fh:
+        fh.writelines(kept)
         fh.writelines(_row(n) for n in range(row + 1, TOTAL + 1))
     _atomic(STATE / "resumed.json", json.dumps({"checkpoint_sha256": hashlib.sha256(checkpoint.encode()).hexdigest(),
                                                 "from_row": row + 1}) + "\n")
