@@ -41,7 +41,8 @@ class Runtime:
         self.route(stdout, stderr, requests)
         # Under the lifetime supervisor like every turn's process: the runtime's whole tree
         # (bash children in sessions of their own included) ends with the run, or with us.
-        self.proc, _ = spawn(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # ``proc`` is the supervisor (its exit status is the runtime's); ``pid`` is the runtime.
+        self.proc, self.pid = spawn(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
         self._threads = [
             threading.Thread(target=self._read_stdout, name="tt-dsh-stdout", daemon=True),
