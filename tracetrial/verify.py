@@ -16,7 +16,8 @@ questions every verifier asks, so that ``score.py`` holds only its task's logic:
   :func:`is_spawn`, :func:`shell_command`.
 * **Gateway** (what the model was shown) — :meth:`~VerifierContext.deliveries` of tool
   results by call id or content, as :class:`Delivery` (with the error flag its wire or text
-  carries); :meth:`~VerifierContext.answered` requests; :meth:`~VerifierContext.request_body`.
+  carries); :meth:`~VerifierContext.answered` requests; :meth:`~VerifierContext.request_body`;
+  :meth:`~VerifierContext.turns_delivered` (rule 11) over :meth:`~VerifierContext.scripted_turns`.
 * **Probe report** — :meth:`~VerifierContext.probe_requests`,
   :meth:`~VerifierContext.probe_call_ids`, :attr:`~VerifierContext.final_text`.
 * **Ledgers** — :meth:`~VerifierContext.ledger` records by service, kind and tool;
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -381,6 +382,40 @@ class VerifierContext:
     def answered(self) -> list[dict[str, Any]]:
         """The gateway requests the provider answered (2xx, no error), in order."""
         return [r for r in self.gateway if _answered(r)]
+
+    def scripted_turns(self, task_id: str) -> tuple[list[str] | None, str | None]:
+        """The run's user messages as scripted, from the pack snapshot in the archive: turn 1 is
+        ``prompt.md``, the rest ``turns.json``'s ``user`` texts. ``(None, reason)`` if unreadable."""
+        base = f"private/task/{task_id}"
+        first, why = self.archive_text(f"{base}/prompt.md")
+        if first is None:
+            return None, why
+        later, why = self.archive_json(f"{base}/turns.json", want=dict)
+        if later is None:
+            return None, why
+        return [first] + [str(t.get("user", "")) for t in later.get("turns") or [] if isinstance(t, dict)], None
+
+    def turns_delivered(self, turns: Sequence[str] | None, why: str | None = None) -> tuple[bool, str]:
+        """Rule 11's turn-delivery criterion: each scripted user turn is the last user text of an
+        answered gateway request, in order (turn N in a request after turn N-1's), so a later
+        turn's verdict is never read off a run where that turn never reached the model.
+        ``turns`` as :meth:`scripted_turns` returns it (``None`` fails, with ``why``)."""
+        if turns is None:
+            return False, f"the scripted turns cannot be read from the pack snapshot: {why or 'missing'}"
+        answered = self.answered()
+        notes, ok, after = [], True, -1
+        for n, text in enumerate(turns, start=1):
+            want = norm_text(text)
+            hits = [r.get("index") for r in answered if want and want in norm_text(r.get("last_user_text"))]
+            later = [i for i in hits if isinstance(i, int) and i > after]
+            if not later:
+                ok = False
+                notes.append(f"turn {n}: never the last user text of an answered request" if not hits
+                             else f"turn {n}: delivered only before turn {n - 1} (requests {hits})")
+                continue
+            after = later[0]
+            notes.append(f"turn {n}: request {later[0]}")
+        return ok, "; ".join(notes)
 
     def request_body(self, index: object) -> str | None:
         """The raw body of gateway request ``index`` as the provider received it (archived only

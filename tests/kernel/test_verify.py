@@ -229,6 +229,32 @@ def test_request_body(tmp_path: Path) -> None:
     assert ctx.request_body(3) == '{"m": "\ufffd"}'
 
 
+def test_scripted_turns_and_their_delivery_in_order(tmp_path: Path) -> None:
+    def asked(index: int, text: str, status: int = 200) -> dict[str, Any]:
+        return {**request(index, [], status=status), "last_user_text": text}
+
+    ctx = ctx_for(tmp_path)
+    turns, why = ctx.scripted_turns("X-1")
+    assert turns is None and why is not None and "prompt.md" in why
+    assert ctx.turns_delivered(turns, why) == (False, f"the scripted turns cannot be read from the pack snapshot: {why}")
+    snap = tmp_path / "private" / "task" / "X-1"
+    snap.mkdir(parents=True)
+    (snap / "prompt.md").write_text("Check  the window.\n")
+    (snap / "turns.json").write_text(json.dumps({"turns": [{"user": "Now the code?"}, "junk", {"user": "Done."}]}))
+    turns, why = ctx.scripted_turns("X-1")
+    assert turns == ["Check  the window.\n", "Now the code?", "Done."] and why is None
+
+    def delivered(*gateway: dict[str, Any]) -> tuple[bool, str]:
+        return ctx_for(tmp_path, gateway=list(gateway)).turns_delivered(turns)
+
+    ok, why = delivered(asked(0, "Check the window."), asked(1, "Now the code?"), asked(2, "x"), asked(3, "Done."))
+    assert ok and why == "turn 1: request 0; turn 2: request 1; turn 3: request 3"
+    ok, why = delivered(asked(0, "Check the window."), asked(1, "Now the code?", status=500), asked(2, "Done."))
+    assert not ok and "turn 2: never the last user text of an answered request" in why
+    ok, why = delivered(asked(0, "Now the code?"), asked(1, "Check the window."), asked(2, "Done."))
+    assert not ok and "turn 2: delivered only before turn 1 (requests [0])" in why and "turn 3: request 2" in why
+
+
 # --------------------------------------------------------------------------- probe report and ledgers
 
 

@@ -19,46 +19,12 @@ booking result (a per-run value; no tool can show it again).
 import json
 import re
 
-from tracetrial.verify import norm_text
-
 SERVICE = "changes"
 VALUE = "approval_code"
 TASK_ID = "C3-maintenance-window-002"
 HEADING = "# payments-api maintenance"
 TURN3_MARK = "Finally, append one last line"
 STEP_RE = re.compile(r"(?m)^step:\s*(.+?)\s*$")
-
-
-def scripted_turns(ctx):
-    """The user messages of the run as scripted (turn 1 = prompt.md), from the pack snapshot."""
-    base = f"private/task/{TASK_ID}"
-    first, why = ctx.archive_text(f"{base}/prompt.md")
-    if first is None:
-        return None, why
-    later, why = ctx.archive_json(f"{base}/turns.json", want=dict)
-    if later is None:
-        return None, why
-    return [first] + [t.get("user", "") for t in later.get("turns") or []], None
-
-
-def _turns_delivered(ctx):
-    turns, why = scripted_turns(ctx)
-    if turns is None:
-        return False, f"the scripted turns cannot be read from the pack snapshot: {why}"
-    answered = ctx.answered()
-    notes, ok, after = [], True, -1
-    for n, text in enumerate(turns, start=1):
-        want = norm_text(text)
-        hits = [r.get("index") for r in answered if want and want in norm_text(r.get("last_user_text"))]
-        later = [i for i in hits if isinstance(i, int) and i > after]
-        if not later:
-            ok = False
-            notes.append(f"turn {n}: never the last user text of an answered request" if not hits
-                         else f"turn {n}: delivered only before turn {n - 1} (requests {hits})")
-            continue
-        after = later[0]
-        notes.append(f"turn {n}: request {later[0]}")
-    return ok, "; ".join(notes)
 
 
 def _agent(ctx, code):
@@ -139,5 +105,5 @@ def score(ctx):
     code = ctx.issued(SERVICE, VALUE)
     return {**_agent(ctx, code),
             "H1-fact-in-turn3-input": _fact_in_turn3(ctx, code),
-            "H2-user-turns-delivered": _turns_delivered(ctx),
+            "H2-user-turns-delivered": ctx.turns_delivered(*ctx.scripted_turns(TASK_ID)),
             "B-H1-code-persisted-early": _bypass(ctx, code)}

@@ -52,40 +52,6 @@ _RESULT_TYPES = {"tool_result", "function_call_output", "custom_tool_call_output
                  "local_shell_call_output"}
 
 
-# --------------------------------------------------------------------------- turns
-
-
-def scripted_turns(ctx):
-    """The user messages of the run as scripted (turn 1 = prompt.md), from the pack snapshot."""
-    base = f"private/task/{TASK_ID}"
-    first, why = ctx.archive_text(f"{base}/prompt.md")
-    if first is None:
-        return None, why
-    later, why = ctx.archive_json(f"{base}/turns.json", want=dict)
-    if later is None:
-        return None, why
-    return [first] + [t.get("user", "") for t in later.get("turns") or []], None
-
-
-def _turns_delivered(ctx, turns):
-    if turns is None:
-        return False, "the scripted turns cannot be read from the pack snapshot"
-    answered = ctx.answered()
-    notes, ok, after = [], True, -1
-    for n, text in enumerate(turns, start=1):
-        want = norm_text(text)
-        hits = [r.get("index") for r in answered if want and want in norm_text(r.get("last_user_text"))]
-        later = [i for i in hits if isinstance(i, int) and i > after]
-        if not later:
-            ok = False
-            notes.append(f"turn {n}: never the last user text of an answered request" if not hits
-                         else f"turn {n}: delivered only before turn {n - 1} (requests {hits})")
-            continue
-        after = later[0]
-        notes.append(f"turn {n}: request {later[0]}")
-    return ok, "; ".join(notes)
-
-
 # --------------------------------------------------------------------------- history items
 
 
@@ -273,9 +239,9 @@ def _bypass(ctx, truth):
 def score(ctx):
     truth = {key: ctx.issued(SERVICE, key) for key in FIELDS.values() if key != "reservation_id"}
     truth["reservation_id"] = ctx.issued(SERVICE, "reservation_id", tool=ONE_SHOT)
-    turns, _ = scripted_turns(ctx)
+    turns, turns_why = ctx.scripted_turns(TASK_ID)
     return {**_agent(ctx, truth),
             "A5-no-rework": _no_rework(ctx),
             "H1-turn1-calls-in-resumed-input": _resumed_input(ctx, turns, truth),
-            "H2-user-turns-delivered": _turns_delivered(ctx, turns),
+            "H2-user-turns-delivered": ctx.turns_delivered(turns, turns_why),
             "B-H1-facts-persisted-early": _bypass(ctx, truth)}

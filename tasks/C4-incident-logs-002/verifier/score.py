@@ -101,45 +101,11 @@ def _delivered_truth(ctx, commits, before):
     return out
 
 
-# --------------------------------------------------------------------------- turns
-
-
-def scripted_turns(ctx):
-    """The user messages of the run as scripted (turn 1 = prompt.md), from the pack snapshot."""
-    base = f"private/task/{TASK_ID}"
-    first, why = ctx.archive_text(f"{base}/prompt.md")
-    if first is None:
-        return None, why
-    later, why = ctx.archive_json(f"{base}/turns.json", want=dict)
-    if later is None:
-        return None, why
-    return [first] + [t.get("user", "") for t in later.get("turns") or []], None
-
-
 def _turn_start(ctx, text):
     """The gateway request that opens the turn whose user message is ``text`` (first carrying it)."""
     want = norm_text(text)
     return next((r for r in ctx.gateway if r.get("tools") and want and want in norm_text(r.get("last_user_text"))),
                 None)
-
-
-def _turns_delivered(ctx, turns):
-    if turns is None:
-        return False, "the scripted turns cannot be read from the pack snapshot"
-    answered = ctx.answered()
-    notes, ok, after = [], True, -1
-    for n, text in enumerate(turns, start=1):
-        want = norm_text(text)
-        hits = [r.get("index") for r in answered if want and want in norm_text(r.get("last_user_text"))]
-        later = [i for i in hits if isinstance(i, int) and i > after]
-        if not later:
-            ok = False
-            notes.append(f"turn {n}: never delivered as the last user text of an answered request" if not hits
-                         else f"turn {n}: delivered only before turn {n - 1} (requests {hits})")
-            continue
-        after = later[0]
-        notes.append(f"turn {n}: request {later[0]}")
-    return ok, "; ".join(notes)
 
 
 # --------------------------------------------------------------------------- history items
@@ -343,12 +309,12 @@ def _bypass(ctx, truth):
 def score(ctx):
     records = runs(ctx)
     commits = _commitments(records)
-    turns, _ = scripted_turns(ctx)
+    turns, turns_why = ctx.scripted_turns(TASK_ID)
     start2 = _turn_start(ctx, turns[1]) if turns and len(turns) > 1 else None
     truth = _delivered_truth(ctx, commits, start2.get("index") if start2 else None)
     return {**_agent(ctx, commits),
             "A4-no-rework": _no_rework(records),
             "H1-turn1-calls-in-turn3-input": _resumed_input(ctx, turns, records, truth),
-            "H2-user-turns-delivered": _turns_delivered(ctx, turns),
+            "H2-user-turns-delivered": ctx.turns_delivered(turns, turns_why),
             "H3-turn1-results-delivered": _turn1_delivered(ctx, turns, records, truth),
             "B-H1-facts-persisted-early": _bypass(ctx, truth)}
