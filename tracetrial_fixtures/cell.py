@@ -8,6 +8,7 @@ The archive is written even when the run fails; apparatus failures raise
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -15,6 +16,7 @@ import os
 import shutil
 import traceback
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -116,6 +118,19 @@ def _archived_digest(paths: RunPaths) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
+@contextlib.contextmanager
+def _phase(timing: dict[str, PhaseTiming], name: str) -> Iterator[None]:
+    """Time one phase of the cell into ``timing[name]`` (kept in ``result.json``: every archive
+    carries where its cell's time went; ``benchmarks/cell_overhead.py`` tabulates it)."""
+    begun = _now()
+    try:
+        yield
+    finally:
+        end = _now()
+        timing[name] = PhaseTiming(started_at=begun.isoformat(), finished_at=end.isoformat(),
+                                   seconds=(end - begun).total_seconds())
+
+
 def _copy_pack(task: TaskPack, dest: Path) -> None:
     shutil.copytree(task.root, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
 
@@ -208,6 +223,7 @@ class CellRunner:
             record.status = "apparatus_error"
             record.exception = ExceptionInfo(type=type(exc).__name__, message=str(exc), origin="apparatus",
                                              traceback=traceback.format_exc(limit=8))
+            record.timing = timing  # the phases that ran: where an apparatus failure struck
             archive.write_json("result.json", record)
             archive.seal(run_id)
             self._score_quietly()
@@ -216,6 +232,7 @@ class CellRunner:
             record.status = "apparatus_error"
             record.exception = ExceptionInfo(type=type(exc).__name__, message=str(exc), origin="apparatus",
                                              traceback=traceback.format_exc(limit=12))
+            record.timing = timing
             archive.write_json("result.json", record)
             archive.seal(run_id)
             self._score_quietly()
@@ -245,8 +262,9 @@ class CellRunner:
                  timing: dict[str, PhaseTiming], started: datetime) -> ResultRecord:
         task, adapter, paths = self.task, self.adapter, self.paths
         record = ResultRecord(identity=identity, status="failed")
-        _copy_pack(task, paths.private / "task" / task.id)
-        shutil.copytree(task.workspace, paths.private / "baseline", dirs_exist_ok=True)
+        with _phase(timing, "pack_copy"):
+            _copy_pack(task, paths.private / "task" / task.id)
+            shutil.copytree(task.workspace, paths.private / "baseline", dirs_exist_ok=True)
 
         from tracetrial.eligibility import eligibility
 
@@ -254,33 +272,38 @@ class CellRunner:
         record.eligibility, record.eligibility_reason = elig, reason
         if elig != "eligible":
             record.status = "skipped"
+            record.timing = timing
             archive.write_json("result.json", record)
             archive.seal(run_id)
             return record
 
         # The agent works in a temp dir outside the archive so private files are not a path away.
         # In this process's session folder (apparatus.tempstate): swept should the session be killed.
-        scratch = tempstate.mkdtemp(f"tt-{task.id[:12]}-")
-        workspace = scratch / "workspace"
-        shutil.copytree(task.workspace, workspace)
-        home = scratch / "home"
-        home.mkdir()
+        with _phase(timing, "workspace"):
+            scratch = tempstate.mkdtemp(f"tt-{task.id[:12]}-")
+            workspace = scratch / "workspace"
+            shutil.copytree(task.workspace, workspace)
+            home = scratch / "home"
+            home.mkdir()
         seed = hashlib.sha256(run_id.encode()).hexdigest()[:16]
 
         from apparatus.simulators import mcp_servers_for
 
-        mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
+        with _phase(timing, "simulators"):
+            mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
         # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
         # read the pack and write private ledgers, so they run on the host behind a bridge.
         box = get_sandbox(self.sandbox)
         try:
-            box.prepare()  # the docker image is built (once) before the cell's clock starts
+            with _phase(timing, "sandbox_prepare"):
+                box.prepare()  # the docker image is built (once) before the cell's clock starts
         except Exception as exc:  # noqa: BLE001 - any preparation failure is the apparatus's
             box.cleanup()
             shutil.rmtree(scratch, ignore_errors=True)
             raise ApparatusError(f"sandbox {box.name!r} could not be prepared: {exc} (run `tracetrial images build` "
                                  "to see the failing step, or choose another backend: --tt-sandbox bwrap|local)") from exc
-        gateway = self.services.gateway()
+        route_started = _now()
+        gateway = self.services.gateway()  # the session's first cell waits here for the proxy start
         # Only the scratch is writable: the harness writes its native records there and the
         # adapter copies them into the archive after each process ends (never the agent).
         confinement = Confinement(box, writable=[scratch], hidden=_hidden_paths(self.output, task.root),
@@ -308,6 +331,9 @@ class CellRunner:
         redactor.add(gateway_key)
         if task.spec.secrets:  # before any request: the gateway's records never hold them in clear
             gateway.register_run(run_id, task.spec.secrets)
+        route_end = _now()
+        timing["gateway_route"] = PhaseTiming(started_at=route_started.isoformat(), finished_at=route_end.isoformat(),
+                                              seconds=(route_end - route_started).total_seconds())
         ctx = RunContext(
             run_id=run_id, task=task, paths=paths, workspace=workspace, model=self.model,
             gateway_base_url=gateway.base_url(run_id, self.model, adapter.wire_format),
@@ -345,6 +371,8 @@ class CellRunner:
             record.exit_codes = [o.exit_code for o in outcomes]
             record.started_at = started.isoformat()
             record.turns = [turn_record(o) for o in outcomes]
+            collecting = contextlib.ExitStack()
+            collecting.enter_context(_phase(timing, "collection"))
             try:
                 # Native session files into native/ (hashed by the manifest). Before the
                 # sandbox cleanup: a runtime that outlives its turns (DeepSeek's JSON-RPC
@@ -368,10 +396,12 @@ class CellRunner:
             archive.copy_in(workspace, "workspace")
             archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
             shutil.rmtree(scratch, ignore_errors=True)
+            collecting.close()
 
         records = read_records(paths.gateway / "requests.jsonl")
         if probe_report is not None and probe_report.apparatus_errors:
             raise ApparatusError("probe model: " + "; ".join(probe_report.apparatus_errors))
+        normalizing = _now()
         native = adapter.normalize(paths, outcomes, run_id)
         events = assemble(run_id=run_id, task_id=task.id, harness=adapter.full_name, model=self.model,
                           form=task.spec.conversation, turns=task.user_turns, outcomes=outcomes, native=native,
@@ -379,6 +409,9 @@ class CellRunner:
         write_events(paths.events, events)
         wall = (finished - t0).total_seconds()
         archive.write_json("summary.json", summarize(run_id, events, native, records, wall, failure is not None))
+        normalized = _now()
+        timing["normalization"] = PhaseTiming(started_at=normalizing.isoformat(), finished_at=normalized.isoformat(),
+                                              seconds=(normalized - normalizing).total_seconds())
         record.status = "timed_out" if failure and failure[2] else ("failed" if failure else "completed")
         if failure:
             record.exception = ExceptionInfo(type=failure[0], message=failure[1], origin="harness")
@@ -392,7 +425,10 @@ class CellRunner:
         from criteria.rules_reconcile import write_reconciliation
 
         # native record vs provider boundary, from the redacted files (what rescore re-derives)
-        write_reconciliation(archive)
+        with _phase(timing, "evidence"):
+            write_reconciliation(archive)
+        record.timing = timing
+        archive.write_json("result.json", record)  # with the evidence phase; sealing and scoring come after
         archive.seal(run_id)
         return record
 

@@ -67,6 +67,21 @@ def test_archive_is_complete_and_scored(archive: Path, harness: str) -> None:
     assert score.identity.run_id == events[0].run_id
 
 
+#: The phases every executed cell times into result.json (issue 25), in the order they run.
+PHASES = ("pack_copy", "workspace", "simulators", "sandbox_prepare", "gateway_route", "execution", "collection",
+          "normalization", "evidence")
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_result_records_where_the_cells_time_went(archive: Path, harness: str) -> None:
+    result = ResultRecord.model_validate_json(RunPaths.for_cell(archive, TASK, "probe", harness).result.read_text())
+    assert tuple(result.timing) == PHASES
+    spans = [result.timing[p] for p in PHASES]
+    assert all(s.seconds is not None and s.seconds >= 0 and s.finished_at is not None for s in spans)
+    # one after the other, never overlapping: the breakdown adds up to the cell's own time
+    assert all(a.finished_at <= b.started_at for a, b in zip(spans, spans[1:], strict=False))
+
+
 def test_rescore_is_byte_identical(archive: Path) -> None:
     files = sorted(archive.glob("traces/*/*/*/artifacts/llm_judge/combined_score.json"))
     before = {f: f.read_bytes() for f in files}

@@ -1,0 +1,148 @@
+"""Where a cell's time goes, per phase and per sandbox backend (prints numbers; not a timed test).
+
+Runs the chosen cells (default: C3, E1, L2, V4 × claude_code, codex, reference — issue 25's
+twelve) once per backend, one pytest session each, ``--tt-rerun``, and reads the breakdown back
+from the archives: the phases each cell's ``result.json`` times (pack copy and baseline,
+workspace, simulators, sandbox preparation, gateway route, harness execution, collection,
+normalization, evidence), plus what the archive cannot time about itself — sealing and scoring
+and the pytest cell around it — as the rest of the cell's junit time. The first cell of a
+session waits in ``gateway_route`` for the proxy to start; that one-off wait is shown on its own
+and left out of the apparatus share, which is everything outside harness execution.
+
+    python benchmarks/cell_overhead.py [--tasks C3-freeze-ticket-001,E1-build-status-001,...]
+                                       [--harness claude_code,codex,reference]
+                                       [--backends local,bwrap,docker] [-n N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from apparatus.sandbox import BwrapSandbox, docker_reason
+
+TASKS = "C3-freeze-ticket-001,E1-build-status-001,L2-config-commit-001,V4-inbox-counts-001"
+PHASES = ("pack_copy", "workspace", "simulators", "sandbox_prepare", "gateway_route", "execution", "collection",
+          "normalization", "evidence")
+
+
+def available_backends(wanted: list[str]) -> list[str]:
+    ok = {"local": None, "bwrap": BwrapSandbox().available(), "docker": docker_reason()}
+    for name in wanted:
+        if ok.get(name, "unknown backend"):
+            print(f"skipping {name}: {ok.get(name, 'unknown backend')}")
+    return [b for b in wanted if ok.get(b, "unknown") is None]
+
+
+def run_session(tasks: list[str], harnesses: str, backend: str, out: Path, workers: int) -> float:
+    """One pytest session over the cells; returns its wall time."""
+    cmd = [sys.executable, "-m", "pytest", str(REPO / "tasks"), "-p", "no:cacheprovider", "-q",
+           "-k", " or ".join(tasks), "--tt-harness", harnesses, f"--tt-sandbox={backend}", f"--tt-output={out}",
+           "--tt-rerun", f"--junitxml={out / 'junit.xml'}"]
+    if workers > 1:
+        cmd += ["-n", str(workers)]
+    begun = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - begun
+    if "APPARATUS ERROR" in proc.stdout or proc.returncode not in (0, 1):
+        raise SystemExit(f"the {backend} session did not run cleanly (pytest exit {proc.returncode}):\n"
+                         f"{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+    return wall
+
+
+def junit_times(out: Path) -> dict[str, float]:
+    """Each cell's pytest time (setup, call, teardown) by test id parameter."""
+    times: dict[str, float] = {}
+    for case in ET.parse(out / "junit.xml").getroot().iter("testcase"):
+        name = case.get("name", "")
+        if "[" in name:
+            times[name[name.index("[") + 1:-1]] = float(case.get("time") or 0)
+    return times
+
+
+def read_cells(out: Path) -> list[dict[str, object]]:
+    """One row per executed cell: its phases (seconds), its junit time and its identity."""
+    junit = junit_times(out)
+    rows: list[dict[str, object]] = []
+    for result_file in sorted((out / "traces").glob("*/*/*/result.json")):
+        result = json.loads(result_file.read_text())
+        ident = result["identity"]
+        timing = {k: float(v.get("seconds") or 0.0) for k, v in result.get("timing", {}).items()}
+        if "execution" not in timing:
+            continue  # skipped (not eligible): nothing ran
+        key = f"{ident['task_id']}-{ident['harness']}-{ident['model']}"
+        first = min(v["started_at"] for v in result["timing"].values())
+        rows.append({"key": key, "harness": ident["harness"], "timing": timing, "total": junit.get(key),
+                     "first_started": first})
+    return rows
+
+
+def summarize(backend: str, wall: float, rows: list[dict[str, object]]) -> dict[str, float]:
+    """Print one backend's table and return its totals."""
+    # The session's (each worker's) first cell waits for the proxy start inside gateway_route.
+    first = min(rows, key=lambda r: str(r["first_started"]))
+    proxy_wait = first["timing"]["gateway_route"]  # type: ignore[index]
+    sums = {p: sum(r["timing"].get(p, 0.0) for r in rows) for p in PHASES}  # type: ignore[attr-defined]
+    sums["gateway_route"] -= proxy_wait
+    totals = [float(r["total"]) for r in rows if r["total"] is not None]  # type: ignore[arg-type]
+    cell_total = sum(totals) - proxy_wait
+    rest = max(cell_total - sum(sums.values()), 0.0)
+    execution = sums["execution"]
+    apparatus = cell_total - execution
+    print(f"\n== {backend}: {len(rows)} cells, session wall {wall:.1f} s, sum of cell times {cell_total:.1f} s "
+          f"(one-off proxy wait {proxy_wait:.1f} s left out)")
+    print(f"{'phase':<18} {'total s':>8} {'mean s':>8} {'share':>7}")
+    for phase in (*PHASES, "seal+score+pytest"):
+        value = rest if phase == "seal+score+pytest" else sums[phase]
+        share = value / cell_total * 100 if cell_total else 0.0
+        print(f"{phase:<18} {value:8.2f} {value / len(rows):8.3f} {share:6.1f}%")
+    share = apparatus / cell_total * 100 if cell_total else 0.0
+    print(f"apparatus share outside harness execution: {share:.1f}%")
+    by_harness: dict[str, list[float]] = {}
+    for r in rows:
+        by_harness.setdefault(str(r["harness"]), []).append(r["timing"]["execution"])  # type: ignore[index]
+    print("mean execution per harness: " + ", ".join(f"{h} {statistics.mean(xs):.2f} s" for h, xs in sorted(by_harness.items())))
+    return {"wall": wall, "cells": cell_total, "execution": execution, "apparatus_share": share, "proxy": proxy_wait}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", default=TASKS, help="comma-separated task ids")
+    ap.add_argument("--harness", default="claude_code,codex,reference")
+    ap.add_argument("--backends", default="local,bwrap,docker")
+    ap.add_argument("-n", type=int, default=1, help="xdist workers per session (default: one at a time)")
+    args = ap.parse_args()
+    backends = available_backends(args.backends.split(","))
+    tasks = args.tasks.split(",")
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="tt-bench-cells-") as tmp:
+        for backend in backends:
+            out = Path(tmp) / backend
+            wall = run_session(tasks, args.harness, backend, out, args.n)
+            rows = read_cells(out)
+            if not rows:
+                print(f"{backend}: no cell executed")
+                continue
+            results[backend] = summarize(backend, wall, rows)
+    if "local" in results:
+        base = results["local"]
+        print(f"\n{'backend':<8} {'session s':>10} {'cells s':>8} {'exec s':>8} {'× local (cells)':>16} {'apparatus':>10}")
+        for backend, r in results.items():
+            ratio = r["cells"] / base["cells"] if base["cells"] else float("nan")
+            print(f"{backend:<8} {r['wall']:10.1f} {r['cells']:8.1f} {r['execution']:8.1f} {ratio:16.2f} "
+                  f"{r['apparatus_share']:9.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
