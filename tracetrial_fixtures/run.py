@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["run_cell"]
 
 
+
 def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult:
     """Resolve the harness, check eligibility, run (or resume) the cell.
 
@@ -57,6 +58,13 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
     if sandbox == "local" and cell.model != "probe":
         warnings.warn(f"cell {cell.id}: live model on the 'local' sandbox: the agent acts on this host",
                       stacklevel=1)
+    from tracetrial.eligibility import eligibility
+
+    if (settings.rerun or not paths.combined_score.is_file()) and \
+            eligibility(cell.pack, adapter.capabilities)[0] == "eligible":
+        # This cell will run: the gateway starts in the background now (the session's first
+        # cell only), overlapping the harness version probe and the cell's preparation.
+        services.warm_up()
     runner = CellRunner(cell.pack, adapter, cell.model, settings.output, services,
                         judge=_judge(settings.judge), sandbox=sandbox, rerun=settings.rerun)
     try:

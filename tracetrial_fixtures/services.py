@@ -9,11 +9,17 @@ session that runs no cell (``--collect-only``) should not pay.
 Creating the services (the first cell of a process) sets up the process's session
 folder for temp state (:mod:`apparatus.tempstate`), which first sweeps what sessions
 killed outright left behind: their temp folders, and a proxy still running.
+
+:meth:`Services.warm_up` starts both in a background thread as soon as collection has
+found cells to run, so the proxy's start (~6 s, far more on a loaded machine) overlaps
+the rest of collection and the first cell's preparation instead of being waited for
+inside it; a cell that needs the gateway sooner waits only for what is left.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,11 +45,31 @@ class Services:
     _gateway: Gateway | None = None
     _registry: ModelRegistry | None = None
     errors: list[str] = field(default_factory=list)
+    # One start at a time: the warm-up thread and a cell may ask at once; the second waits.
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _warming: threading.Thread | None = None
+    _warm_error: BaseException | None = None
 
     def __post_init__(self) -> None:
         from apparatus import tempstate
 
         tempstate.session_dir()  # sweeps the temp state of dead sessions, once per process
+
+    def warm_up(self) -> None:
+        """Start the probe server and gateway in the background (idempotent). A failure is
+        kept and raised to the first cell that asks for the gateway, as a lazy start would."""
+        with self._lock:
+            if self._warming is not None or self._gateway is not None:
+                return
+
+            def start() -> None:
+                try:
+                    self.gateway()
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the cell that needs it
+                    self._warm_error = exc
+
+            self._warming = threading.Thread(target=start, name="tt-gateway-warm-up", daemon=True)
+            self._warming.start()
 
     @property
     def records_dir(self) -> Path:
@@ -61,6 +87,10 @@ class Services:
 
     def probe(self) -> ProbeServer:
         """The probe model server, started on first use."""
+        with self._lock:
+            return self._start_probe()
+
+    def _start_probe(self) -> ProbeServer:
         if self._probe is None:
             from apparatus.probe.server import ProbeServer
 
@@ -70,7 +100,18 @@ class Services:
         return self._probe
 
     def gateway(self) -> Gateway:
-        """The LiteLLM gateway (routing the probe model to :meth:`probe`), started on first use."""
+        """The LiteLLM gateway (routing the probe model to :meth:`probe`), started on first use
+        (or by :meth:`warm_up`: then this waits for that start and raises its failure)."""
+        warming = self._warming
+        if warming is not None and warming is not threading.current_thread():
+            warming.join()
+            if self._warm_error is not None:
+                error, self._warm_error = self._warm_error, None
+                raise error
+        with self._lock:
+            return self._start_gateway()
+
+    def _start_gateway(self) -> Gateway:
         if self._gateway is None:
             from apparatus.gateway import Gateway
 
@@ -90,6 +131,8 @@ class Services:
 
     def close(self) -> None:
         """Stop what was started (the gateway first: it forwards to the probe server)."""
+        if self._warming is not None and self._warming is not threading.current_thread():
+            self._warming.join()  # a start under way finishes, then is stopped like any other
         for svc in (self._gateway, self._probe):
             if svc is not None:
                 try:

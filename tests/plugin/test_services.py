@@ -1,0 +1,76 @@
+"""The session services' background start (issue 25): ``warm_up`` returns at once, the cell
+that then asks for the gateway gets the one started in the background (never a second), and
+a failed background start is raised to that cell, once, as a lazy start's would be."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tracetrial_fixtures.services import Services
+
+
+def test_warm_up_starts_once_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    starts: list[str] = []
+    release = threading.Event()
+
+    def start(self: Services) -> object:
+        if self._gateway is not None:
+            return self._gateway
+        starts.append(threading.current_thread().name)
+        release.wait(5)
+        self._gateway = "gw"  # type: ignore[assignment]
+        return self._gateway
+
+    monkeypatch.setattr(Services, "_start_gateway", start)
+    services = Services(output=tmp_path)
+    begun = time.monotonic()
+    services.warm_up()
+    services.warm_up()  # idempotent
+    assert time.monotonic() - begun < 1
+    release.set()
+    assert services.gateway() == "gw" and services.gateway() == "gw"
+    assert starts == ["tt-gateway-warm-up"]
+
+
+def test_a_failed_background_start_reaches_the_first_cell_once(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def start(self: Services) -> object:
+        if self._gateway is not None:
+            return self._gateway
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("proxy did not answer")
+        self._gateway = "gw"  # type: ignore[assignment]
+        return self._gateway
+
+    monkeypatch.setattr(Services, "_start_gateway", start)
+    services = Services(output=tmp_path)
+    services.warm_up()
+    with pytest.raises(RuntimeError, match="proxy did not answer"):
+        services.gateway()
+    assert services.gateway() == "gw" and len(calls) == 2  # the next cell starts it again
+
+
+def test_close_waits_for_a_start_under_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped: list[str] = []
+
+    class Gw:
+        def stop(self) -> None:
+            stopped.append("gw")
+
+    def start(self: Services) -> object:
+        time.sleep(0.3)
+        self._gateway = Gw()  # type: ignore[assignment]
+        return self._gateway
+
+    monkeypatch.setattr(Services, "_start_gateway", start)
+    services = Services(output=tmp_path)
+    services.warm_up()
+    services.close()
+    assert stopped == ["gw"] and services._gateway is None
