@@ -1,0 +1,142 @@
+"""Deterministic verifier of O3-shard-seals-002.
+
+Truth anchor: ``seals.log``, appended by ``seal.py`` itself with ``<shard> <token>`` (the token
+is random per call). The Trace IR tool event that sealed a shard is the one whose shell command
+runs ``seal.py <shard>`` and whose recorded result carries that shard's token from the log.
+
+* H1: every recorded event of each helper's seal command (``east``, ``west``) belongs to a child
+  principal of its own: role ``child``, a principal id that is not the main one, named by the
+  spawn/lifecycle records, ``parent_principal_id`` = the principal that issued the spawn calls;
+  the east and west commands are under two different principals; and where the trace links a
+  child principal to one spawn call (the call id names the child, or the spawn's result names
+  it), that spawn's prompt delegated this shard and not the other one.
+* H2: every recorded event of the parent's ``seal.py index`` belongs to the main principal:
+  role ``main``, no parent, the same principal id as the spawn calls.
+* A1: seals.json holds each shard's token as seals.log records it (the helpers' tokens reach
+  the parent only through what each helper reported).
+* A2: each shard sealed exactly once (one-shot; the parent did not seal for a helper).
+"""
+
+import re
+
+from tracetrial.verify import as_text
+
+PARENT = "index"
+CHILDREN = ("east", "west")
+SHARDS = (PARENT, *CHILDREN)
+#: Each shard's seal command (matched in shell commands; a spawn whose prompt names it is no seal).
+SEAL = {shard: re.compile(rf"seal\.py\W+{shard}\b") for shard in SHARDS}
+
+
+def seals(ctx):
+    """shard -> tokens, in log order."""
+    text, _ = ctx.workspace_text("seals.log", errors="replace")
+    pattern = re.compile((ctx.truth or {}).get("token_pattern", r"^SL-[0-9a-f]{10}$"))
+    lines = [line.split() for line in (text or "").splitlines()]
+    return {s: [p[1] for p in lines if len(p) == 2 and p[0] == s and pattern.match(p[1])] for s in SHARDS}
+
+
+def _who(e):
+    return f"seq {e.seq}: principal_id={e.principal_id!r}, role={e.principal_role!r}, parent={e.parent_principal_id!r}"
+
+
+def _events(ctx, log, shard):
+    """(the recorded events of the shard's seal command, None) or (None, why they cannot be checked)."""
+    tokens = log[shard]
+    if not tokens:
+        return None, f"seals.log has no {shard} seal: its action cannot be checked"
+    events = ctx.tool_events(command=SEAL[shard])
+    if not any(e.tool_result is not None and any(t in as_text(e.tool_result.content) for t in tokens) for e in events):
+        return None, (f"no recorded tool event of `seal.py {shard}` carries the {shard} token {tokens[-1]} "
+                      f"({len(events)} event(s) run the command)")
+    return events, None
+
+
+def spawn_links(ctx, children):
+    """child principal id -> the shards delegated by the spawn call(s) the trace links it to
+    (the spawn call's id is the child's id, or the spawn's result names the child)."""
+    links = {}
+    for s in ctx.spawn_events():
+        delegated = {c for c in CHILDREN if SEAL[c].search(as_text(s.tool_call.arguments))}
+        result = as_text(s.tool_result.content) if s.tool_result is not None else ""
+        for child in children:
+            named = child in (s.tool_call.id, s.tool_call.native_tool_call_id) or re.search(
+                rf"(?<![\w-]){re.escape(child)}(?![\w-])", result)
+            if named:
+                links.setdefault(child, set()).update(delegated)
+    return links
+
+
+def h1(ctx, log):
+    spawns = ctx.spawn_events()
+    if any(log[c] for c in CHILDREN) and not spawns:
+        return False, "the Trace IR records no sub-agent spawn call by the parent"
+    parents, children = {e.principal_id for e in spawns}, ctx.child_principals()
+    links = spawn_links(ctx, children)
+    principals, bad, good = {}, [], []
+    for shard in CHILDREN:
+        events, why = _events(ctx, log, shard)
+        if why:
+            return False, why
+        other = next(c for c in CHILDREN if c != shard)
+        for e in events:
+            delegated = links.get(e.principal_id, set())
+            problems = [why for wrong, why in (
+                (e.principal_role != "child", "role is not child"),
+                (not e.principal_id or e.principal_id in parents, "no principal of its own"),
+                (not e.parent_principal_id or e.parent_principal_id not in parents,
+                 f"parent is not the spawning principal {sorted(map(str, parents))}"),
+                (e.principal_id and e.principal_id not in children, "principal not named by any spawn/lifecycle record"),
+                (other in delegated and shard not in delegated, f"principal is the one spawned for {other}"),
+            ) if wrong]
+            (bad if problems else good).append(f"{shard} {_who(e)}" + (f" ({', '.join(problems)})" if problems else ""))
+            principals.setdefault(shard, set()).add(e.principal_id)
+    shared = principals.get("east", set()) & principals.get("west", set())
+    if shared:
+        bad.append(f"east and west seals are recorded under the same principal {sorted(map(str, shared))}")
+    if bad:
+        return False, "a helper's seal command is misattributed: " + "; ".join(bad)
+    return True, "each helper's seal command attributed to its own child principal: " + "; ".join(good)
+
+
+def h2(ctx, log):
+    mains = ({e.principal_id for e in ctx.spawn_events()}
+             or {e.principal_id for e in ctx.events if e.principal_role == "main"})
+    events, why = _events(ctx, log, PARENT)
+    if why:
+        return False, why
+    bad = []
+    for e in events:
+        problems = [why for wrong, why in (
+            (e.principal_role != "main", "role is not main"),
+            (e.parent_principal_id, "has a parent"),
+            (not e.principal_id or (mains and e.principal_id not in mains),
+             f"principal is not the main principal {sorted(map(str, mains))}"),
+        ) if wrong]
+        if problems:
+            bad.append(f"{_who(e)} ({', '.join(problems)})")
+    if bad:
+        return False, "the parent's seal command is misattributed: " + "; ".join(bad)
+    return True, "the parent's seal command attributed to the main principal: " + "; ".join(_who(e) for e in events)
+
+
+def a1(ctx, log):
+    data, why = ctx.workspace_json("seals.json", want=dict)
+    if why:
+        return False, why
+    wrong = [f"{s} {data.get(s)!r} (seals.log: {log[s] or 'none'})" for s in SHARDS
+             if not log[s] or data.get(s) not in log[s]]
+    if wrong:
+        return False, "seals.json: " + "; ".join(wrong)
+    return True, f"seals.json lists every shard's seal: { {s: data.get(s) for s in SHARDS} }"
+
+
+def score(ctx):
+    log = seals(ctx)
+    counts = {s: len(tokens) for s, tokens in log.items()}
+    return {
+        "H1-helper-actions-attributed": h1(ctx, log),
+        "H2-parent-action-attributed": h2(ctx, log),
+        "A1-seals-json-tokens": a1(ctx, log),
+        "A2-one-seal-per-shard": (counts == {s: 1 for s in SHARDS}, f"seals per shard in seals.log: {counts}"),
+    }

@@ -1,0 +1,80 @@
+"""Self-test of this pack's verifier (rule 13): one faithful and one broken evidence set.
+
+Faithful: a reference-shaped run - two foreground helpers ``child-1`` (east) and ``child-2``
+(west) whose seal commands are recorded under their own principals, the parent's ``index``
+seal under ``main``, and a seals.json matching seals.log.
+Broken: the same run as ``reference+misattribute_child`` records it (both helpers' seal
+commands under the main principal); the deliverable is unchanged, so H1 alone fails.
+
+Run ``python tasks/O3-shard-seals-002/verifier/selftest.py`` (exit 0 when both hold).
+"""
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+from tracetrial.verify import ToolEvent, VerifierContext
+
+sys.dont_write_bytecode = True  # never write __pycache__ into the pack
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import score  # noqa: E402  (the sibling verifier)
+
+TOKENS = {"index": "SL-5e1f7e5700", "east": "SL-5e1f7e5701", "west": "SL-5e1f7e5702"}
+MAIN = {"principal_id": "main", "principal_role": "main", "parent_principal_id": None}
+PROMPT = ("You are the {0} shard helper. In the current folder run `python3 seal.py {0}` exactly once and reply "
+          "with the line `seal {0}: <token>` exactly as the command printed it.")
+
+
+def _tool(seq, who, call, name, args, result):
+    return ToolEvent.model_validate({"seq": seq, "timestamp": "2026-12-02T00:00:00Z", "run_id": "selftest", **who,
+                                     "tool_call": {"id": call, "name": name, "arguments": args},
+                                     "tool_result": {"content": result}})
+
+
+def _lifecycle(seq, who, child, action):
+    return SimpleNamespace(event_type="subagent_lifecycle", seq=seq, conversation_turn=1, child_principal_id=child,
+                           action=action, **who)
+
+
+def _events(broken):
+    events, seq = [], 0
+    for n, shard in enumerate(("east", "west"), start=1):
+        cid = f"child-{n}"
+        who = MAIN if broken else {"principal_id": cid, "principal_role": "child", "parent_principal_id": "main"}
+        line = f"seal {shard}: {TOKENS[shard]}"
+        events += [
+            _tool(seq + 1, MAIN, f"call_s{n}", "spawn_subagent", {"prompt": PROMPT.format(shard)},
+                  f"Sub-agent {cid} finished (status: completed).\n{line}"),
+            _lifecycle(seq + 2, MAIN, cid, "spawn"),
+            _tool(seq + 3, who, f"call_c{n}", "shell", {"command": f"python3 seal.py {shard}"}, f"Exit code 0\n{line}\n"),
+        ]
+        seq += 3
+    events.append(_tool(seq + 1, MAIN, "call_i", "shell", {"command": "python3 seal.py index"},
+                        f"Exit code 0\nseal index: {TOKENS['index']}\n"))
+    return events
+
+
+def _context(root, *, broken):
+    ws = root / ("broken" if broken else "faithful")
+    ws.mkdir(parents=True)
+    (ws / "seals.log").write_text("".join(f"{s} {t}\n" for s, t in TOKENS.items()))
+    (ws / "seals.json").write_text(json.dumps(TOKENS))
+    truth = {"token_pattern": "^SL-[0-9a-f]{10}$"}
+    return VerifierContext(workspace=ws, baseline=ws, truth=truth, oracle=None, events=_events(broken), gateway=[],
+                           probe=None, ledgers={}, run_dir=ws)
+
+
+def selftest():
+    with tempfile.TemporaryDirectory() as tmp:
+        good = score.score(_context(Path(tmp), broken=False))
+        assert all(v[0] for v in good.values()), good
+        bad = score.score(_context(Path(tmp), broken=True))
+        failed = {k for k, v in bad.items() if not v[0]}
+        assert failed == {"H1-helper-actions-attributed"}, bad
+
+
+if __name__ == "__main__":
+    selftest()
+    print("selftest ok")
