@@ -47,6 +47,7 @@ class Services:
     errors: list[str] = field(default_factory=list)
     # One start at a time: the warm-up thread and a cell may ask at once; the second waits.
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _warm_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _warming: threading.Thread | None = None
     _warm_error: BaseException | None = None
 
@@ -58,7 +59,8 @@ class Services:
     def warm_up(self) -> None:
         """Start the probe server and gateway in the background (idempotent). A failure is
         kept and raised to the first cell that asks for the gateway, as a lazy start would."""
-        with self._lock:
+        # Not under ``_lock``: the start under way holds it, and a second call must not wait.
+        with self._warm_lock:
             if self._warming is not None or self._gateway is not None:
                 return
 
