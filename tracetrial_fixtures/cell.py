@@ -302,38 +302,35 @@ class CellRunner:
             shutil.rmtree(scratch, ignore_errors=True)
             raise ApparatusError(f"sandbox {box.name!r} could not be prepared: {exc} (run `tracetrial images build` "
                                  "to see the failing step, or choose another backend: --tt-sandbox bwrap|local)") from exc
-        route_started = _now()
-        gateway = self.services.gateway()  # the session's first cell waits here for the proxy start
-        # Only the scratch is writable: the harness writes its native records there and the
-        # adapter copies them into the archive after each process ends (never the agent).
-        confinement = Confinement(box, writable=[scratch], hidden=_hidden_paths(self.output, task.root),
-                                  network=task.isolation.network, forward=[gateway.port],
-                                  limits=task.isolation.resources.model_dump(),
-                                  nested=adapter.capabilities.nested_sandbox)
-        if box.name != "local":
-            mcp = [McpServer(name=s.name, command=cmd[0], args=tuple(cmd[1:]))
-                   for s in mcp
-                   for cmd in [box.host_command([s.command, *s.args], env={**os.environ, **s.env},
-                                                stderr=paths.private / "sim" / f"{s.name}.stderr", name=s.name)]]
-        probe = self.services.probe() if self.model == "probe" else None
-        if probe is not None:
-            probe.register_run(run_id, task)
-        route = gateway.route_info(self.model, adapter.wire_format)
-        record.resolved_config = {
-            "sandbox": self.sandbox, "sandbox_detail": _sandbox_detail(box, task), "gateway_route": route, "wire_format": adapter.wire_format,
-            "permission_mode": task.spec.permissions.mode, "budgets": task.spec.budgets.model_dump(),
-            "mcp_servers": [s.name for s in mcp], "seed": seed,
-            "harness_capabilities": adapter.capabilities.model_dump(),
-            # what resuming compares: a cell of an earlier revision of the pack is run again
-            "pack_digest": task.digest,
-        }
-        gateway_key = gateway.api_key(run_id)
-        redactor.add(gateway_key)
-        if task.spec.secrets:  # before any request: the gateway's records never hold them in clear
-            gateway.register_run(run_id, task.spec.secrets)
-        route_end = _now()
-        timing["gateway_route"] = PhaseTiming(started_at=route_started.isoformat(), finished_at=route_end.isoformat(),
-                                              seconds=(route_end - route_started).total_seconds())
+        with _phase(timing, "gateway_route"):
+            gateway = self.services.gateway()  # the session's first cell waits here for the proxy start
+            # Only the scratch is writable: the harness writes its native records there and the
+            # adapter copies them into the archive after each process ends (never the agent).
+            confinement = Confinement(box, writable=[scratch], hidden=_hidden_paths(self.output, task.root),
+                                      network=task.isolation.network, forward=[gateway.port],
+                                      limits=task.isolation.resources.model_dump(),
+                                      nested=adapter.capabilities.nested_sandbox)
+            if box.name != "local":
+                mcp = [McpServer(name=s.name, command=cmd[0], args=tuple(cmd[1:]))
+                       for s in mcp
+                       for cmd in [box.host_command([s.command, *s.args], env={**os.environ, **s.env},
+                                                    stderr=paths.private / "sim" / f"{s.name}.stderr", name=s.name)]]
+            probe = self.services.probe() if self.model == "probe" else None
+            if probe is not None:
+                probe.register_run(run_id, task)
+            route = gateway.route_info(self.model, adapter.wire_format)
+            record.resolved_config = {
+                "sandbox": self.sandbox, "sandbox_detail": _sandbox_detail(box, task), "gateway_route": route, "wire_format": adapter.wire_format,
+                "permission_mode": task.spec.permissions.mode, "budgets": task.spec.budgets.model_dump(),
+                "mcp_servers": [s.name for s in mcp], "seed": seed,
+                "harness_capabilities": adapter.capabilities.model_dump(),
+                # what resuming compares: a cell of an earlier revision of the pack is run again
+                "pack_digest": task.digest,
+            }
+            gateway_key = gateway.api_key(run_id)
+            redactor.add(gateway_key)
+            if task.spec.secrets:  # before any request: the gateway's records never hold them in clear
+                gateway.register_run(run_id, task.spec.secrets)
         ctx = RunContext(
             run_id=run_id, task=task, paths=paths, workspace=workspace, model=self.model,
             gateway_base_url=gateway.base_url(run_id, self.model, adapter.wire_format),
@@ -371,47 +368,42 @@ class CellRunner:
             record.exit_codes = [o.exit_code for o in outcomes]
             record.started_at = started.isoformat()
             record.turns = [turn_record(o) for o in outcomes]
-            collecting = contextlib.ExitStack()
-            collecting.enter_context(_phase(timing, "collection"))
-            try:
-                # Native session files into native/ (hashed by the manifest). Before the
-                # sandbox cleanup: a runtime that outlives its turns (DeepSeek's JSON-RPC
-                # process) shuts down gracefully here, still inside its container.
-                adapter.collect(ctx)
-            except Exception as exc:  # noqa: BLE001 - a missing native file is evidence, not a crash
-                (paths.native / "collect-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
-            box.cleanup()  # host-side simulators finish writing their ledgers, then stop
-            probe_report = probe.finish_run(run_id) if probe is not None else None
-            if probe_report is not None:
-                archive.write_json("gateway/probe.json", probe_report)
-            try:
-                gateway.drain(run_id)  # every request of the run has its record line
-            except Exception as exc:  # noqa: BLE001 - recorded; admission sees missing records
-                (paths.gateway / "drain-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
-            src = gateway.records_path(run_id)
-            if src.is_file():
-                archive.copy_in(src, "gateway/requests.jsonl")
-            if (src.parent / "bodies").is_dir():  # only with --tt-record-bodies
-                archive.copy_in(src.parent / "bodies", "gateway/bodies")
-            archive.copy_in(workspace, "workspace")
-            archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
-            shutil.rmtree(scratch, ignore_errors=True)
-            collecting.close()
+            with _phase(timing, "collection"):
+                try:
+                    # Native session files into native/ (hashed by the manifest). Before the
+                    # sandbox cleanup: a runtime that outlives its turns (DeepSeek's JSON-RPC
+                    # process) shuts down gracefully here, still inside its container.
+                    adapter.collect(ctx)
+                except Exception as exc:  # noqa: BLE001 - a missing native file is evidence, not a crash
+                    (paths.native / "collect-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+                box.cleanup()  # host-side simulators finish writing their ledgers, then stop
+                probe_report = probe.finish_run(run_id) if probe is not None else None
+                if probe_report is not None:
+                    archive.write_json("gateway/probe.json", probe_report)
+                try:
+                    gateway.drain(run_id)  # every request of the run has its record line
+                except Exception as exc:  # noqa: BLE001 - recorded; admission sees missing records
+                    (paths.gateway / "drain-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+                src = gateway.records_path(run_id)
+                if src.is_file():
+                    archive.copy_in(src, "gateway/requests.jsonl")
+                if (src.parent / "bodies").is_dir():  # only with --tt-record-bodies
+                    archive.copy_in(src.parent / "bodies", "gateway/bodies")
+                archive.copy_in(workspace, "workspace")
+                archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
+                shutil.rmtree(scratch, ignore_errors=True)
 
         records = read_records(paths.gateway / "requests.jsonl")
         if probe_report is not None and probe_report.apparatus_errors:
             raise ApparatusError("probe model: " + "; ".join(probe_report.apparatus_errors))
-        normalizing = _now()
-        native = adapter.normalize(paths, outcomes, run_id)
-        events = assemble(run_id=run_id, task_id=task.id, harness=adapter.full_name, model=self.model,
-                          form=task.spec.conversation, turns=task.user_turns, outcomes=outcomes, native=native,
-                          gateway_records=records, started=started, finished=finished, failure=failure)
-        write_events(paths.events, events)
-        wall = (finished - t0).total_seconds()
-        archive.write_json("summary.json", summarize(run_id, events, native, records, wall, failure is not None))
-        normalized = _now()
-        timing["normalization"] = PhaseTiming(started_at=normalizing.isoformat(), finished_at=normalized.isoformat(),
-                                              seconds=(normalized - normalizing).total_seconds())
+        with _phase(timing, "normalization"):
+            native = adapter.normalize(paths, outcomes, run_id)
+            events = assemble(run_id=run_id, task_id=task.id, harness=adapter.full_name, model=self.model,
+                              form=task.spec.conversation, turns=task.user_turns, outcomes=outcomes, native=native,
+                              gateway_records=records, started=started, finished=finished, failure=failure)
+            write_events(paths.events, events)
+            wall = (finished - t0).total_seconds()
+            archive.write_json("summary.json", summarize(run_id, events, native, records, wall, failure is not None))
         record.status = "timed_out" if failure and failure[2] else ("failed" if failure else "completed")
         if failure:
             record.exception = ExceptionInfo(type=failure[0], message=failure[1], origin="harness")
