@@ -35,6 +35,7 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from apparatus.simulators.engine import ServiceRuntime
 from apparatus.simulators.errors import SimulatorConfigError
@@ -60,6 +61,7 @@ class _RecordRequests:
 
 def build_server(runtime: ServiceRuntime) -> Server[Any]:
     """The low-level MCP server for one service runtime."""
+    bus = InMemorySubscriptionBus()  # 2026-07-28 change events, fanned out to listen streams
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -78,7 +80,10 @@ def build_server(runtime: ServiceRuntime) -> Server[Any]:
         raw = ctx.params.get("arguments") if ctx.params is not None else params.arguments
         outcome = await anyio.to_thread.run_sync(runtime.call_tool, params.name, raw)
         if outcome.notify_tools_changed:
+            # Both eras: a 2025-era client gets the standalone notification; at 2026-07-28 the
+            # session drops it and the change rides the client's ``subscriptions/listen`` stream.
             await ctx.session.send_tool_list_changed()
+            await bus.publish(ToolsListChanged())
         if outcome.delay_s:
             try:
                 await anyio.sleep(outcome.delay_s)
@@ -94,7 +99,8 @@ def build_server(runtime: ServiceRuntime) -> Server[Any]:
     spec = runtime.service.spec
     server: Server[Any] = Server(runtime.service.name, version=spec.version,
                                  description=spec.description, instructions=spec.instructions,
-                                 on_list_tools=list_tools, on_call_tool=call_tool)
+                                 on_list_tools=list_tools, on_call_tool=call_tool,
+                                 on_subscriptions_listen=ListenHandler(bus) if runtime.service.notifies else None)
     server.middleware.append(_RecordRequests(runtime))
     return server
 

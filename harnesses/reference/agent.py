@@ -35,6 +35,11 @@ from tracetrial.redact import Redactor
 MAIN = "main"
 
 
+#: Completion statuses of a turn that stopped before its work was done (budget, step limit, deadline,
+#: children still running) — what ``hide_unfinished`` reports as ``completed``.
+UNFINISHED = ("incomplete", "budget_exhausted", "deadline")
+
+
 class _Stop(Exception):
     """The loop must stop: ``status`` goes to the completion record."""
 
@@ -119,6 +124,8 @@ class Agent:
         self.children: dict[str, Child] = {}
         self._requests = 0
         self._done = asyncio.Event()
+        self._history: list[dict[str, Any]] = []
+        self._results_delivered = 0
 
     # ------------------------------------------------------------------ helpers
     def _mask(self, text: str) -> str:
@@ -128,7 +135,9 @@ class Agent:
         self.log.write(type_, data, principal_id=p.id, parent_principal_id=p.parent)
 
     def _tools(self, p: Principal) -> list[dict[str, Any]]:
-        decls = list(T.BUILTIN_TOOLS.values()) + (self.mcp.declarations() if self.mcp else [])
+        # ``hide_mcp_tool``: on a resumed turn the MCP tools are left out of the declarations.
+        hidden = self.cfg.mutant == "hide_mcp_tool" and self.cfg.turn > 1
+        decls = list(T.BUILTIN_TOOLS.values()) + (self.mcp.declarations() if self.mcp and not hidden else [])
         if p.parent is None:
             decls += [SPAWN_TOOL, STATUS_TOOL] + ([ASK_TOOL] if self.cfg.ask_user else [])
         return decls
@@ -138,7 +147,8 @@ class Agent:
 
     # ------------------------------------------------------------------ model requests
     async def _request(self, p: Principal, messages: list[dict[str, Any]]) -> ChatResponse:
-        if self.cfg.max_model_calls is not None and self.model_calls >= self.cfg.max_model_calls:
+        if (self.cfg.max_model_calls is not None and self.model_calls >= self.cfg.max_model_calls
+                and self.cfg.mutant != "ignore_model_budget"):  # the defect: the budget is never checked
             msg = f"model-call budget of {self.cfg.max_model_calls} used up; stopping before another request"
             self._write("error", {"kind": "budget", "message": msg}, p)
             raise _Stop("budget_exhausted", msg)
@@ -146,7 +156,7 @@ class Agent:
         if remaining <= 0:
             self._write("error", {"kind": "deadline", "message": "turn deadline reached"}, p)
             raise _Stop("deadline", "the turn deadline was reached before the work finished")
-        if self.mcp is not None:
+        if self.mcp is not None and self.cfg.mutant != "stale_tool_list":  # the defect: list changes ignored
             await self.mcp.refresh()
         tools = self._tools(p)
         body = self.chat.body(self.cfg.model, messages, tools)
@@ -162,6 +172,10 @@ class Agent:
         try:
             resp = await self.chat.complete(body, headers, timeout_s=max(remaining, 1.0))
         except ChatError as exc:
+            if self.cfg.mutant == "swallow_provider_error":
+                # The defect: the failed request is taken for an empty final answer (no error record,
+                # the turn "completed", exit 0).
+                raise _Stop("completed", "") from exc
             self._write("error", {"kind": exc.kind, "message": str(exc), "request_id": request_id,
                                   "http_status": exc.http_status}, p)
             raise _Stop("error", f"model request failed: {exc}") from exc
@@ -172,6 +186,8 @@ class Agent:
     async def loop(self, p: Principal, messages: list[dict[str, Any]]) -> tuple[str, str]:
         """Run until a final answer; returns ``(status, final_text)``."""
         main = p.parent is None
+        if main:
+            self._history = messages  # what ``leak_parent_context`` hands a child
         steps = 0
         after_final = False  # the parent already answered and is reactivated by a notification
         try:
@@ -327,6 +343,14 @@ class Agent:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": child_system_prompt(child.id, self.cfg.workspace)},
             {"role": "user", "content": prompt}]
+        if self.cfg.mutant == "leak_parent_context":
+            # The defect: the child is also given the parent's conversation so far (its user messages
+            # and tool results), ahead of the delegated prompt.
+            seen = [str(m["content"]) for m in self._history
+                    if m.get("role") in ("user", "tool") and isinstance(m.get("content"), str)]
+            if seen:
+                messages.insert(1, {"role": "user", "content": "[context from the parent agent's conversation]\n"
+                                    + "\n\n".join(seen)})
         try:
             status, text = await self.loop(cp, messages)
         except Exception as exc:  # noqa: BLE001 - a crashed child is reported to the parent, not raised
@@ -341,9 +365,13 @@ class Agent:
 
     def _deliver(self, child: Child, p: Principal, *, reactivated: bool) -> str:
         child.delivered = True
-        text = f"Sub-agent {child.id} finished (status: {child.status}).\n{child.final_text}"
+        self._results_delivered += 1
+        final_text = child.final_text
+        if self.cfg.mutant == "drop_child_result" and self._results_delivered > 1:
+            final_text = ""  # the defect: only the first child's result to be delivered survives
+        text = f"Sub-agent {child.id} finished (status: {child.status}).\n{final_text or '(no output)'}"
         self._write("subagent", {"action": "deliver", "child_principal_id": child.id, "status": child.status,
-                                 "final_text": child.final_text, "model_visible_content": text, "parent_reactivated": reactivated,
+                                 "final_text": final_text, "model_visible_content": text, "parent_reactivated": reactivated,
                                  "pending_child_ids": self._pending()}, p)
         return text
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from harnesses.reference import __version__
 from harnesses.reference import tools as T
-from harnesses.reference.agent import MAIN, Agent, AgentConfig, Principal, system_prompt
+from harnesses.reference.agent import MAIN, UNFINISHED, Agent, AgentConfig, Principal, system_prompt
 from harnesses.reference.ask_user import AskUserChannel
 from harnesses.reference.chat import ChatClient
 from harnesses.reference.mcp_tools import McpBridge, load_config
@@ -206,6 +206,8 @@ async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: S
         pending = await agent.abandon_pending()
         if pending and status == "completed":
             status = "incomplete"
+        if cfg.mutant == "hide_unfinished" and status in UNFINISHED:
+            status, pending = "completed", []  # the defect: an unfinished turn is reported as completed
         if status != "completed":
             print(f"tt-reference: turn {cfg.turn} ended with status {status}: {final}", file=sys.stderr)
         data = agent.complete(status, final, pending)

@@ -11,6 +11,7 @@ next model request.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -93,6 +94,7 @@ class McpBridge:
         self.tools: dict[str, tuple[str, Any]] = {}  # wire name -> (server, mcp Tool)
         self.errors: list[str] = []
         self._dirty: set[str] = set()
+        self._listeners: list[asyncio.Task[None]] = []
         self._stack = AsyncExitStack()
 
     async def start(self) -> None:
@@ -108,11 +110,37 @@ class McpBridge:
                 client = Client(params, message_handler=self._handler(cfg.name),
                                 read_timeout_seconds=self.timeout_s)
                 self.clients[cfg.name] = await self._stack.enter_async_context(client)
+                await self._listen(cfg.name)
                 await self._list(cfg.name)
             except Exception as exc:  # noqa: BLE001 - a broken server is reported, not fatal
                 self.errors.append(f"MCP server {cfg.name!r} ({cfg.command}) failed to start: "
                                    f"{type(exc).__name__}: {exc}")
                 print(self.errors[-1], file=sys.stderr)
+
+    async def _listen(self, server: str) -> None:
+        """At protocol 2026-07-28 a server's change notifications ride a ``subscriptions/listen``
+        stream the client opens (the standalone notification is dropped at that era); a 2025-era
+        server sends ``notifications/tools/list_changed`` to :meth:`_handler` instead."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        client = self.clients[server]
+        try:
+            sub = await self._stack.enter_async_context(client.listen(tools_list_changed=True))
+        except ListenNotSupportedError:
+            return  # a 2025-era session: the message handler sees the notification
+        except Exception as exc:  # noqa: BLE001 - a server without listen support still works
+            print(f"MCP server {server!r}: subscriptions/listen refused ({type(exc).__name__}: {exc}); "
+                  "tool-list changes are followed only if announced by notification", file=sys.stderr)
+            return
+
+        async def consume() -> None:
+            try:
+                async for _event in sub:
+                    self._dirty.add(server)
+            except Exception as exc:  # noqa: BLE001 - a dropped stream is reported, not fatal
+                print(f"MCP server {server!r}: listen stream ended: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+        self._listeners.append(asyncio.create_task(consume()))
 
     def _handler(self, server: str) -> Any:
         from mcp_types import ToolListChangedNotification
@@ -133,6 +161,7 @@ class McpBridge:
 
     async def refresh(self) -> list[str]:
         """Re-list servers that announced a changed tool list; returns their names."""
+        await asyncio.sleep(0)  # let a listen event that arrived with the last result be consumed
         changed = sorted(self._dirty)
         self._dirty.clear()
         for server in changed:
@@ -172,13 +201,16 @@ class McpBridge:
             "isError": is_error,
             "content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
         }
-        if result.structured_content is not None:
-            relay["structuredContent"] = result.structured_content
+        structured = None if mutant == "drop_structured_content" else result.structured_content  # the defect
+        if structured is not None:
+            relay["structuredContent"] = structured
         return ToolOutcome(json.dumps(relay, ensure_ascii=False), is_error=is_error,
                            status="error" if is_error else "ok", duration_s=round(time.monotonic() - started, 3),
-                           structured_content=result.structured_content)
+                           structured_content=structured)
 
     async def aclose(self) -> None:
+        for task in self._listeners:
+            task.cancel()
         try:
             await self._stack.aclose()
         except Exception as exc:  # noqa: BLE001 - shutdown noise must not change the turn's result

@@ -48,6 +48,24 @@ defect                        component       property it breaks                
                                               channel                           model is shown ``(no answer)`` instead of it
 ``misreport_model_calls``     Verification    reported value vs artifact        the final completion record's ``model_calls`` is one less
                                                                                 than the model requests sent (the last is not counted)
+``stale_tool_list``           Tools           dynamic tool discovery            an MCP server's ``tools/list_changed`` notification is
+                                                                                ignored: the tool list stays as first listed
+``hide_mcp_tool``             Tools           tool availability                 on a resumed turn (turn 2 on) the MCP tools are left out
+                                                                                of the declarations sent to the model (still callable
+                                                                                by name; servers still connected)
+``drop_structured_content``   Tools           structured-result fidelity        an MCP result's ``structuredContent`` is dropped: only
+                                                                                its content blocks are relayed (and recorded)
+``ignore_model_budget``       Lifecycle       model-call budget                 ``--max-model-calls`` is never checked: requests go on
+                                                                                past the budget
+``drop_child_result``         Lifecycle       sub-agent result aggregation      only the first sub-agent result delivered to the parent
+                                                                                keeps its text; every later one arrives as ``(no output)``
+``hide_unfinished``           Verification    unfinished-work disclosure        a turn that stopped unfinished (budget, step limit,
+                                                                                deadline, children still running) is reported
+                                                                                ``completed`` (record, result line, exit 0), no pending ids
+``leak_parent_context``       Context         sub-agent context isolation       a sub-agent is also given the parent's conversation so far
+                                                                                (user messages, tool results) before its prompt
+``swallow_provider_error``    Observability   harness error/refusal notice      a failed model request is taken for an empty final answer:
+                                                                                no error record, the turn ``completed``, exit 0
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -103,6 +121,21 @@ MUTANTS: dict[str, Mutant] = {
                "the ask_user answer replaced by '(no answer)' before the model sees it"),
         Mutant("misreport_model_calls", "Verification", "reported_value_artifact_consistency",
                "the completion record's model_calls one less than the requests sent"),
+        Mutant("stale_tool_list", "Tools", "dynamic_tool_discovery",
+               "an MCP server's tools/list_changed ignored; the first listing kept"),
+        Mutant("hide_mcp_tool", "Tools", "tool_availability",
+               "on a resumed turn the MCP tools not declared to the model"),
+        Mutant("drop_structured_content", "Tools", "structured_result_fidelity",
+               "an MCP result's structuredContent dropped; only its content blocks relayed"),
+        Mutant("ignore_model_budget", "Lifecycle", "model_call_budget", "the model-call budget never checked"),
+        Mutant("drop_child_result", "Lifecycle", "subagent_result_aggregation",
+               "every sub-agent result after the first delivered as '(no output)'"),
+        Mutant("hide_unfinished", "Verification", "unfinished_work_disclosure",
+               "an unfinished turn (budget, step limit, deadline, pending children) reported completed"),
+        Mutant("leak_parent_context", "Context", "subagent_context_isolation",
+               "a sub-agent given the parent's conversation so far before its prompt"),
+        Mutant("swallow_provider_error", "Observability", "harness_error_refusal_notice",
+               "a failed model request taken for an empty final answer (completed, exit 0)"),
     )
 }
 

@@ -5,7 +5,8 @@ JSONL file named by ``$TT_TEST_MCP_LEDGER`` — the test's independent evidence
 of what the server received.
 
 Tools: ``submit(order)`` (structured result with a receipt id), ``fail(code)``
-(``isError`` result with structured error content), ``slow(seconds)``.
+(``isError`` result with structured error content), ``slow(seconds)``, ``summary()`` (a text
+summary whose exact values are only in ``structuredContent``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def slow(seconds: float) -> str:
     _ledger("slow", {"seconds": seconds})
     time.sleep(seconds)
     return "slept"
+
+
+@server.tool(description="Totals of the day: a summary line; the exact figures are structured.")
+def summary() -> CallToolResult:
+    _ledger("summary", {})
+    return CallToolResult(content=[TextContent(type="text", text="3 batches settled (figures attached)")],
+                          structured_content={"batches": [{"id": "B-1", "amount": "1043.17"},
+                                                          {"id": "B-2", "amount": "88.02"}]})
 
 
 if __name__ == "__main__":

@@ -409,3 +409,147 @@ def test_completion_counts_every_model_call_unless_misreport_model_calls(harness
     assert done["model_calls"] == want and run.result["model_calls"] == want
     assert done["tool_calls"] == 2 and done["status"] == "completed"
     assert sum(r["data"]["usage"]["completion_tokens"] for r in run.of_type("response")) > 0  # usage untouched
+
+
+# ----------------------------------------------------------------------------- mutants of the unmeasured properties
+
+
+def _m(mutant: str | None) -> list[str]:
+    return ["--mutant", mutant] if mutant else []
+
+
+def _simulator_config(harness: Harness) -> Path:
+    """An MCP config running the benchmark's own simulator server (the ticket-desk test pack)."""
+    from tests.conftest import REPO
+
+    pack = REPO / "tests" / "simulators" / "fixtures" / "T6-ticket-desk-001"
+    args = ["-m", "apparatus.simulators.serve", "--pack", str(pack), "--service", "tickets",
+            "--state-dir", str(harness.root / "sim-state"), "--ledger", str(harness.root / "sim-ledger.jsonl"),
+            "--seed", "seed-1"]
+    cfg = {"servers": {"tickets": {"command": sys.executable, "args": args,
+                                   "env": {"PYTHONPATH": str(REPO)}}}}
+    path = harness.root / "sim-mcp.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+@pytest.mark.parametrize("mutant", [None, "stale_tool_list"])
+def test_tool_list_change_is_followed_unless_stale_tool_list(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("u1", "mcp__tickets__unlock_archive", {}),
+                       call("x1", "mcp__tickets__search_archive", {"query": "printer"}), say("done")]}
+    run = harness.run(script, "--mcp-config", str(_simulator_config(harness)), *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    first, second, third = run.server.requests
+    assert "mcp__tickets__search_archive" not in first.tool_names
+    if mutant is None:
+        assert "mcp__tickets__search_archive" in second.tool_names
+        assert json.loads(third.tool_result("x1"))["isError"] is False
+    else:  # the announced tool is never declared, and calling it by name is an unknown tool
+        assert "mcp__tickets__search_archive" not in second.tool_names
+        assert third.tool_result("x1").startswith("Unknown tool 'mcp__tickets__search_archive'")
+
+
+@pytest.mark.parametrize("mutant", [None, "hide_mcp_tool"])
+def test_mcp_tools_declared_on_every_turn_unless_hide_mcp_tool(harness: Harness, mutant: str | None) -> None:
+    cfg = ["--mcp-config", str(harness.mcp_config()), *_m(mutant)]
+    first = harness.run({"main": [say("turn one")]}, *cfg)
+    sid = first.result["session_id"]
+    second = harness.run({"main": [call("m1", "mcp__shop__summary", {}), say("done")]}, *cfg, turn=2,
+                         session=("--resume", sid))
+    listed = ["submit", "fail", "slow", "summary"]  # the server's listing order
+    t1 = [n.removeprefix("mcp__shop__") for n in first.server.requests[0].tool_names if n.startswith("mcp__")]
+    t2 = [n.removeprefix("mcp__shop__") for n in second.server.requests[0].tool_names if n.startswith("mcp__")]
+    assert t1 == listed
+    assert t2 == (listed if mutant is None else [])
+    assert json.loads(second.server.requests[1].tool_result("m1"))["structuredContent"]  # still callable by name
+
+
+@pytest.mark.parametrize("mutant", [None, "drop_structured_content"])
+def test_structured_content_is_relayed_unless_dropped(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("s1", "mcp__shop__summary", {}), say("done")]}
+    run = harness.run(script, "--mcp-config", str(harness.mcp_config()), *_m(mutant))
+    shown = json.loads(run.server.requests[-1].tool_result("s1"))
+    assert shown["content"] == [{"type": "text", "text": "3 batches settled (figures attached)"}]
+    if mutant is None:
+        assert shown["structuredContent"]["batches"][0] == {"id": "B-1", "amount": "1043.17"}
+        assert run.result_of("s1")["structured_content"] == shown["structuredContent"]
+    else:
+        assert "structuredContent" not in shown and "1043.17" not in _requests_text(run)
+        assert run.result_of("s1")["structured_content"] is None
+
+
+@pytest.mark.parametrize("mutant", [None, "ignore_model_budget", "hide_unfinished"])
+def test_budget_stop_is_kept_and_disclosed_unless_mutated(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call(f"c{i}", "shell", {"command": "true"}) for i in range(4)] + [say("done")]}
+    run = harness.run(script, "--max-model-calls", "2", *_m(mutant))
+    done = run.of_type("completion")[0]["data"]
+    if mutant == "ignore_model_budget":  # the budget is never checked: all five requests go out
+        assert len(run.server.requests) == 5 and run.returncode == 0 and done["status"] == "completed"
+        assert not [r for r in run.of_type("error") if r["data"]["kind"] == "budget"]
+        return
+    assert len(run.server.requests) == 2
+    assert run.of_type("error")[-1]["data"]["kind"] == "budget"  # the stop itself is still logged
+    if mutant is None:
+        assert run.returncode == 1 and run.result["status"] == done["status"] == "budget_exhausted"
+    else:  # hide_unfinished: the unfinished turn is reported as completed
+        assert run.returncode == 0 and run.result["status"] == done["status"] == "completed"
+        assert "ended with status" not in run.stderr
+
+
+@pytest.mark.parametrize("mutant", [None, "hide_unfinished"])
+def test_pending_children_make_the_turn_incomplete_unless_hidden(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("s1", "spawn_subagent", {"prompt": "long job", "background": True}), say("Started.")],
+              "child-1": [call("k1", "shell", {"command": "sleep 30"}), say("late")]}
+    run = harness.run(script, "--deadline-s", "6", *_m(mutant))
+    done = run.of_type("completion")[0]["data"]
+    assert [r["data"]["action"] for r in run.of_type("subagent")][-1] == "abandon"
+    if mutant is None:
+        assert done["status"] == "incomplete" and done["pending_child_ids"] == ["child-1"] and run.returncode == 1
+    else:
+        assert done["status"] == "completed" and done["pending_child_ids"] == [] and run.returncode == 0
+
+
+@pytest.mark.parametrize("mutant", [None, "drop_child_result"])
+def test_every_child_result_reaches_the_parent_unless_dropped(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("s1", "spawn_subagent", {"prompt": "first"}),
+                       call("s2", "spawn_subagent", {"prompt": "second"}), say("done")],
+              "child-1": [say("alpha 11")], "child-2": [say("beta 22")]}
+    run = harness.run(script, *_m(mutant))
+    last = run.server.of("main")[-1]
+    assert last.tool_result("s1") == "Sub-agent child-1 finished (status: completed).\nalpha 11"
+    finish = {r["principal_id"]: r["data"]["final_text"] for r in run.of_type("subagent")
+              if r["data"]["action"] == "finish"}
+    assert finish == {"child-1": "alpha 11", "child-2": "beta 22"}  # both children really answered
+    if mutant is None:
+        assert last.tool_result("s2") == "Sub-agent child-2 finished (status: completed).\nbeta 22"
+    else:
+        assert last.tool_result("s2") == "Sub-agent child-2 finished (status: completed).\n(no output)"
+        assert "beta 22" not in json.dumps(last.body)
+
+
+@pytest.mark.parametrize("mutant", [None, "leak_parent_context"])
+def test_child_context_is_only_its_prompt_unless_leaked(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("k0", "shell", {"command": "echo parent-tool PT-55"}),
+                       call("s1", "spawn_subagent", {"prompt": "Count the files."}), say("done")],
+              "child-1": [say("3 files")]}
+    run = harness.run(script, *_m(mutant), prompt="parent-only fact PF-77")
+    child = run.server.of("child-1")[0]
+    assert child.messages[-1] == {"role": "user", "content": "Count the files."}
+    body = json.dumps(child.body)
+    if mutant is None:
+        assert [m["role"] for m in child.messages] == ["system", "user"]
+        assert "PF-77" not in body and "PT-55" not in body
+    else:
+        assert [m["role"] for m in child.messages] == ["system", "user", "user"]
+        assert "PF-77" in body and "PT-55" in body
+
+
+@pytest.mark.parametrize("mutant", [None, "swallow_provider_error"])
+def test_provider_error_surfaced_unless_swallowed(harness: Harness, mutant: str | None) -> None:
+    run = harness.run({"main": [Reply(status=503, error="upstream overloaded")]}, *_m(mutant))
+    done = run.of_type("completion")[0]["data"]
+    if mutant is None:
+        assert run.returncode == 1 and done["status"] == "error" and run.of_type("error")
+    else:
+        assert run.returncode == 0 and done["status"] == "completed" and done["final_text"] == ""
+        assert run.of_type("error") == [] and "upstream overloaded" not in json.dumps(run.result) + run.stderr
