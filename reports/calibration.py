@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from harnesses.reference.mutants import MUTANTS, not_applicable
 from tracetrial.archive import RunPaths
 from tracetrial.results import CombinedScore
 from tracetrial.task import TaskPack
 
-Status = Literal["ok", "missing", "unexpected", "mislabelled", "not_run", "not_admitted"]
+Status = Literal["ok", "not_applicable", "missing", "unexpected", "mislabelled", "not_run", "not_admitted"]
+#: Statuses of a calibrated cell: as declared, or a mutant whose defect cannot act on the pack.
+CALIBRATED: frozenset[str] = frozenset({"ok", "not_applicable"})
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class CalibrationRow:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status in CALIBRATED
 
 
 @dataclass
@@ -76,6 +79,40 @@ def _failed(path: Path) -> tuple[bool, set[str]] | None:
     return None if cell is None else (cell.admitted, set(cell.failed))
 
 
+def features_used(cell_root: Path) -> set[str]:
+    """Which mutant-relevant features a cell's run used, read from its Trace IR (``events.json``)
+    and ``result.json``: MCP tool calls, a sub-agent, an ask-user call, a policy denial, a
+    second turn. The cross-check of pruning: a feature the faithful run used cannot be missing
+    from the pack."""
+    import json
+
+    used: set[str] = set()
+    try:
+        events = json.loads((cell_root / "events.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        events = []
+    for ev in events if isinstance(events, list) else []:
+        if not isinstance(ev, dict):
+            continue
+        call = ev.get("tool_call")
+        name = str(call.get("name") or "") if isinstance(call, dict) else ""
+        if name.startswith("mcp__"):
+            used.add("mcp")
+        if name == "ask_user":
+            used.add("ask_user")
+        if name == "spawn_subagent" or ev.get("principal_id") not in (None, "main"):
+            used.add("subagent")
+        if ev.get("event_type") == "policy_event" and ev.get("decision") == "deny":
+            used.add("deny")
+    try:
+        result = json.loads((cell_root / "result.json").read_text(encoding="utf-8"))
+        if len(result.get("turns") or []) > 1:
+            used.add("resume")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return used
+
+
 def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *, model: str = "probe") -> CalibrationReport:
     """Compare archived reference/mutant cells under ``output`` with each task's declaration."""
     report = CalibrationReport()
@@ -95,10 +132,26 @@ def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *
         report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(ref_failed), status,
                                           "" if not ref_failed else "the faithful harness must pass every criterion"))
         declared = task.spec.calibration.mutants
+        used = features_used(RunPaths.for_cell(output, task.id, model, "reference").root)
         for mutant in mutant_list:
             variant = f"reference+{mutant}"
             expected = frozenset(declared.get(mutant, []))
             got = _cell(RunPaths.for_cell(output, task.id, model, variant).combined_score)
+            why = not_applicable(mutant, task)
+            if why is not None and got is None:
+                # Not run (--tt-prune-mutants): sound only if the faithful run never used what the
+                # defect needs, and nothing may be declared for it.
+                contra = sorted(set(MUTANTS[mutant].needs) & used)
+                if contra or expected:
+                    report.rows.append(CalibrationRow(
+                        task.id, variant, expected, frozenset(), "unexpected",
+                        f"left out as not applicable ({why}) but "
+                        + (f"the faithful run used {', '.join(contra)}: declare it in task.yaml"
+                           if contra else "task.yaml declares flips for it")))
+                else:
+                    report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(), "not_applicable",
+                                                      why))
+                continue
             if got is None:
                 report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(), "not_run",
                                                   "no archived cell"))

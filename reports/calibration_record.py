@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from reports.calibration import CalibrationReport, CalibrationRow, Status
+from reports.calibration import CALIBRATED, CalibrationReport, CalibrationRow, Status
 from tracetrial.files import atomic_write_text
 from tracetrial.model import StrictModel
 from tracetrial.task import TaskPack
@@ -50,7 +50,7 @@ class CalibrationEntry(StrictModel):
 
     @property
     def ok(self) -> bool:
-        return bool(self.rows) and all(r.status == "ok" for r in self.rows)
+        return bool(self.rows) and all(r.status in CALIBRATED for r in self.rows)
 
 
 class CalibrationRecord(StrictModel):

@@ -184,8 +184,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         import pytest
 
         variants = ",".join(["reference", *(f"reference+{m}" for m in mutants)])
+        # A mutant whose defect needs what a pack lacks (MCP, a sub-agent, ask-user, a deny rule, a
+        # resumed turn) behaves exactly like the faithful harness there: not run, reported
+        # not_applicable (cross-checked against the faithful run's events).
         argv = [str(tasks_dir), f"--tt-harness={variants}", "--tt-model=probe", f"--tt-output={output}", "-q",
-                "-p", "no:cacheprovider"]
+                "-p", "no:cacheprovider", "--tt-prune-mutants"]
         if len(to_run) < len(discovered):
             argv += ["-k", " or ".join(to_run)]
         if args.workers:

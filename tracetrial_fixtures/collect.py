@@ -139,6 +139,17 @@ def harness_names(settings: Settings) -> tuple[str, ...]:
     return tuple(first + [h for h in registered if h not in first])
 
 
+def mutant_not_applicable(cell: CellSpec) -> str | None:
+    """Why a ``reference+<defect>`` cell's defect cannot act on its pack, else ``None`` (every other
+    cell, a broken pack and an unknown defect included: those fail the usual way)."""
+    if not cell.harness.startswith("reference+") or not isinstance(cell.pack, TaskPack):
+        return None
+    from harnesses.reference.mutants import MUTANTS, not_applicable
+
+    defect = cell.harness.split("+", 1)[1].split("@", 1)[0]
+    return not_applicable(defect, cell.pack) if defect in MUTANTS else None
+
+
 def build_cells(tasks_dir: Path, settings: Settings) -> list[CellSpec]:
     packs = discover(tasks_dir)
     return [CellSpec(p, h, m) for p in packs for h in harness_names(settings) for m in settings.models]

@@ -22,6 +22,7 @@ from tracetrial_fixtures.collect import (
     cell_param,
     harness_names,
     marker_name,
+    mutant_not_applicable,
     static_markers,
 )
 from tracetrial_fixtures.progress import CellProgress, terminal_summary, write_session_reports
@@ -50,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="also archive full provider request bodies (redacted)")
     group.addoption("--tt-tasks", action="store", default=None,
                     help="task-pack folder to collect (default: the folder of the cells module)")
+    group.addoption("--tt-prune-mutants", action="store_true", default=False,
+                    help="leave out reference+<defect> cells whose defect cannot act on the pack (it needs "
+                         "MCP tools, a sub-agent, the ask-user tool, a deny rule or a resumed turn the pack "
+                         "lacks); tracetrial calibrate passes it and reports those cells as not applicable")
     group.addoption("--tt-baseline", action="store", default=None,
                     help="tt-baseline/1 file (e.g. ci/baselines/probe.json): cells with known failing "
                          "criteria are xfail(strict=True); a new failure or a fixed one is red")
@@ -84,6 +89,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     session = session_of(metafunc.config)
     tasks_dir = session.settings.tasks_dir or Path(metafunc.definition.path).parent
     cells = build_cells(tasks_dir, session.settings)
+    if metafunc.config.getoption("--tt-prune-mutants"):
+        cells = [c for c in cells if not mutant_not_applicable(c)]
     metafunc.parametrize("tt_cell_spec", [cell_param(c, session.baseline) for c in cells])
 
 

@@ -72,18 +72,34 @@ defect                        component       property it breaks                
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from harnesses.registry import UnknownHarnessError
+from tracetrial.task import TaskPack
+
+#: What a pack must contain for a defect's code path to be reachable at all: MCP tools (a
+#: simulator), a sub-agent, the ask-user tool, a deny rule, a second (resumed) turn.
+Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume"]
+
+_FEATURE_WHY: dict[str, str] = {
+    "mcp": "no MCP tools (the pack declares no simulator)",
+    "subagent": "no sub-agent (the pack's tools do not list 'subagent')",
+    "ask_user": "no ask-user tool (the pack's tools do not list 'ask_user')",
+    "deny": "no deny rule (permissions.deny is empty)",
+    "resume": "a single turn (no resumed session)",
+}
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """One seeded defect."""
+    """One seeded defect; ``needs`` names the pack features without which its code path never
+    runs (the mutant then behaves exactly like the faithful harness on that pack)."""
 
     name: str
     component: str
     property: str
     behaviour: str
+    needs: tuple[Feature, ...] = ()
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -98,42 +114,55 @@ MUTANTS: dict[str, Mutant] = {
                "truncation notice states half the omitted bytes"),
         Mutant("ignore_timeout", "Execution", "timeout_behaviour", "shell timeout never enforced"),
         Mutant("lose_turn_fact", "Context", "cross_turn_fact_retention",
-               "earlier user messages and tool results dropped on resume"),
+               "earlier user messages and tool results dropped on resume",
+               needs=("resume",)),
         Mutant("leak_secret", "Governance", "secret_credential_redaction",
                "credential values not masked in model input and native records"),
-        Mutant("execute_denied", "Governance", "execution_governance", "deny rules ignored"),
+        Mutant("execute_denied", "Governance", "execution_governance", "deny rules ignored",
+               needs=("deny",)),
         Mutant("drop_tool_arg_field", "Tools", "argument_transport",
-               "one nested field of MCP tool arguments dropped"),
+               "one nested field of MCP tool arguments dropped",
+               needs=("mcp",)),
         Mutant("premature_subagent_done", "Lifecycle", "pending_child_handling",
-               "background child reported done at spawn"),
+               "background child reported done at spawn",
+               needs=("subagent",)),
         Mutant("claim_without_receipt", "Verification", "citable_completion_receipts",
                "final completion record drops receipts and evidence"),
-        Mutant("hide_tool_error", "Observability", "tool_error_relay", "MCP isError relayed as success"),
+        Mutant("hide_tool_error", "Observability", "tool_error_relay", "MCP isError relayed as success",
+               needs=("mcp",)),
         Mutant("ignore_requested_timeout", "Execution", "timeout_propagation",
                "the model's requested shell timeout dropped; the harness default used instead"),
         Mutant("literal_deny_match", "Governance", "approval_guardrail_consistency",
-               "deny rules matched on the command text as written only; equivalent forms run"),
+               "deny rules matched on the command text as written only; equivalent forms run",
+               needs=("deny",)),
         Mutant("ack_failed_write", "Lifecycle", "committed_vs_acknowledged_state",
                "a failed write_file acknowledged as written"),
         Mutant("misattribute_child", "Observability", "event_provenance",
-               "a sub-agent's tool calls and results recorded under the main principal"),
+               "a sub-agent's tool calls and results recorded under the main principal",
+               needs=("subagent",)),
         Mutant("drop_user_answer", "Tools", "structured_user_clarification_channel",
-               "the ask_user answer replaced by '(no answer)' before the model sees it"),
+               "the ask_user answer replaced by '(no answer)' before the model sees it",
+               needs=("ask_user",)),
         Mutant("misreport_model_calls", "Verification", "reported_value_artifact_consistency",
                "the completion record's model_calls one less than the requests sent"),
         Mutant("stale_tool_list", "Tools", "dynamic_tool_discovery",
-               "an MCP server's tools/list_changed ignored; the first listing kept"),
+               "an MCP server's tools/list_changed ignored; the first listing kept",
+               needs=("mcp",)),
         Mutant("hide_mcp_tool", "Tools", "tool_availability",
-               "on a resumed turn the MCP tools not declared to the model"),
+               "on a resumed turn the MCP tools not declared to the model",
+               needs=("mcp", "resume")),
         Mutant("drop_structured_content", "Tools", "structured_result_fidelity",
-               "an MCP result's structuredContent dropped; only its content blocks relayed"),
+               "an MCP result's structuredContent dropped; only its content blocks relayed",
+               needs=("mcp",)),
         Mutant("ignore_model_budget", "Lifecycle", "model_call_budget", "the model-call budget never checked"),
         Mutant("drop_child_result", "Lifecycle", "subagent_result_aggregation",
-               "every sub-agent result after the first delivered as '(no output)'"),
+               "every sub-agent result after the first delivered as '(no output)'",
+               needs=("subagent",)),
         Mutant("hide_unfinished", "Verification", "unfinished_work_disclosure",
                "an unfinished turn (budget, step limit, deadline, pending children) reported completed"),
         Mutant("leak_parent_context", "Context", "subagent_context_isolation",
-               "a sub-agent given the parent's conversation so far before its prompt"),
+               "a sub-agent given the parent's conversation so far before its prompt",
+               needs=("subagent",)),
         Mutant("swallow_provider_error", "Observability", "harness_error_refusal_notice",
                "a failed model request taken for an empty final answer (completed, exit 0)"),
     )
@@ -157,3 +186,28 @@ def check_mutant(name: str | None) -> str | None:
         f"unknown reference-harness mutant {name!r}; known defects: {known} "
         f"(select one as 'reference+<defect>')"
     )
+
+
+def pack_features(pack: TaskPack) -> frozenset[Feature]:
+    """The features of ``pack`` a defect may need (from its task.yaml and turns)."""
+    spec = pack.spec
+    out: set[Feature] = set()
+    if spec.simulators:
+        out.add("mcp")
+    if "subagent" in spec.tools:
+        out.add("subagent")
+    if "ask_user" in spec.tools:
+        out.add("ask_user")
+    if spec.permissions.deny:
+        out.add("deny")
+    if len(pack.turns.turns) > 1 or spec.conversation != "single":
+        out.add("resume")
+    return frozenset(out)
+
+
+def not_applicable(mutant: str, pack: TaskPack) -> str | None:
+    """Why ``mutant``'s defect cannot act on ``pack`` (its code path is unreachable), else ``None``."""
+    missing = [f for f in MUTANTS[mutant].needs if f not in pack_features(pack)]
+    if not missing:
+        return None
+    return f"{mutant} needs {' and '.join(missing)}; the pack has " + "; ".join(_FEATURE_WHY[f] for f in missing)

@@ -81,3 +81,59 @@ def test_agent_failures_of_a_mutant_must_be_attributed_to_the_harness(tmp_path: 
     assert "A1-status-reports-failure" in row.detail and "harness_caused" in row.detail
     cell(tmp_path, "reference+hide_exit_code", {H[0], A[0]})
     assert calibrate(tmp_path, [task], ["hide_exit_code"]).ok
+
+
+# ----------------------------------------------------------------------------- mutants that cannot act
+
+
+def _events(out: Path, harness: str, events: list[dict]) -> None:
+    import json
+
+    from tracetrial.archive import RunPaths
+
+    root = RunPaths.for_cell(out, "E1-build-status-001", "probe", harness).root
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "events.json").write_text(json.dumps(events))
+
+
+def test_a_mutant_the_pack_cannot_trigger_is_not_applicable_unless_the_faithful_run_used_it(tmp_path: Path) -> None:
+    from harnesses.reference.mutants import not_applicable, pack_features
+
+    task = task_with({"hide_exit_code": [H[0], A[0]]})
+    assert pack_features(task) == frozenset()  # E1: shell only, one turn, no simulator, no deny rule
+    assert "needs subagent" in (not_applicable("premature_subagent_done", task) or "")
+    assert not_applicable("hide_exit_code", task) is None and not_applicable("hide_mcp_tool", task) is not None
+    cell(tmp_path, "reference", set())
+    cell(tmp_path, "reference+hide_exit_code", {H[0], A[0]})
+    _events(tmp_path, "reference", [{"event_type": "tool", "principal_id": "main",
+                                     "tool_call": {"name": "shell"}}])
+    report = calibrate(tmp_path, [task], ["hide_exit_code", "premature_subagent_done"])
+    rows = {r.variant: r for r in report.rows}
+    assert rows["reference+premature_subagent_done"].status == "not_applicable" and report.ok
+    # the faithful run spawned a child although the pack does not say so: pruning it would be unsound
+    _events(tmp_path, "reference", [{"event_type": "tool", "principal_id": "child-1",
+                                     "tool_call": {"name": "shell"}}])
+    report = calibrate(tmp_path, [task], ["hide_exit_code", "premature_subagent_done"])
+    row = {r.variant: r for r in report.rows}["reference+premature_subagent_done"]
+    assert row.status == "unexpected" and "the faithful run used subagent" in row.detail and not report.ok
+    # a mutant declared for the pack is never pruned silently
+    task2 = task_with({"hide_exit_code": [H[0], A[0]], "premature_subagent_done": [H[1]]})
+    _events(tmp_path, "reference", [])
+    row = {r.variant: r for r in calibrate(tmp_path, [task2], ["hide_exit_code", "premature_subagent_done"]).rows}[
+        "reference+premature_subagent_done"]
+    assert row.status == "unexpected" and "declares flips" in row.detail
+
+
+def test_prune_option_leaves_out_exactly_the_inapplicable_mutant_cells(pytester) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import REPO
+
+    tasks = REPO / "tasks"
+    harness = "reference,reference+hide_exit_code,reference+premature_subagent_done"
+    args = [str(tasks), f"--tt-harness={harness}", "--collect-only", "-q", "-k", "E1-build-status-001",
+            "-p", "no:cacheprovider"]
+    full = pytester.runpytest_subprocess(*args)
+    pruned = pytester.runpytest_subprocess(*args, "--tt-prune-mutants")
+    ids = [line for line in full.outlines if "test_cell[" in line]
+    kept = [line for line in pruned.outlines if "test_cell[" in line]
+    assert len(ids) == 3 and len(kept) == 2
+    assert not any("premature_subagent_done" in line for line in kept)
