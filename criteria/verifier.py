@@ -82,8 +82,11 @@ def make_context(task: TaskPack, run: RunData) -> VerifierContext:
     )
 
 
-def _normalize(output: Any) -> tuple[dict[str, tuple[bool, str]], dict[str, str]]:
-    results: dict[str, tuple[bool, str]] = {}
+def _normalize(output: Any) -> tuple[dict[str, tuple[bool | None, str]], dict[str, str]]:
+    """``score()``'s values: ``bool`` or ``(bool, reason)`` is a verdict; ``(None, reason)`` says the
+    criterion does not apply to this run (the harness has no such record, the step never ran) and
+    is recorded unscored with that reason — never a pass."""
+    results: dict[str, tuple[bool | None, str]] = {}
     problems: dict[str, str] = {}
     for key, value in output.items():
         cid = str(key)
@@ -92,8 +95,12 @@ def _normalize(output: Any) -> tuple[dict[str, tuple[bool, str]], dict[str, str]
         elif (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], bool)
               and isinstance(value[1], str)):
             results[cid] = (value[0], value[1])
+        elif (isinstance(value, (tuple, list)) and len(value) == 2 and value[0] is None
+              and isinstance(value[1], str) and value[1].strip()):
+            results[cid] = (None, f"not applicable: {value[1]}")
         else:
-            problems[cid] = f"score.py returned {type(value).__name__} for {cid!r}; expected bool or (bool, str)"
+            problems[cid] = (f"score.py returned {type(value).__name__} for {cid!r}; expected bool, (bool, str) "
+                             "or (None, reason) for a criterion that does not apply")
     return results, problems
 
 
@@ -148,7 +155,8 @@ def _child(conn: Connection, path: str, ctx: VerifierContext) -> None:
 def _from_payload(data: Any) -> VerifierOutcome:
     if not isinstance(data, dict):
         return VerifierOutcome(ran=True, error=f"verifier process sent {type(data).__name__}, expected a dict")
-    results = {str(k): (bool(v[0]), str(v[1])) for k, v in (data.get("results") or {}).items()}
+    results = {str(k): (None if v[0] is None else bool(v[0]), str(v[1]))
+               for k, v in (data.get("results") or {}).items()}
     problems = {str(k): str(v) for k, v in (data.get("problems") or {}).items()}
     error = data.get("error")
     return VerifierOutcome(ran=bool(data.get("ran", True)), error=str(error) if error is not None else None,

@@ -520,11 +520,12 @@ class VerifierContext:
 
 @dataclass(frozen=True)
 class VerifierOutcome:
-    """The verifier's output: ``results[id] = (passed, reason)``; ``error`` when it crashed."""
+    """The verifier's output: ``results[id] = (passed, reason)`` (``passed`` ``None``: the criterion
+    does not apply to this run, recorded unscored); ``error`` when it crashed."""
 
     ran: bool
     error: str | None = None
-    results: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    results: dict[str, tuple[bool | None, str]] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

@@ -13,6 +13,8 @@ def score(ctx):
         "A1": report["status"] == ctx.truth["status"],
         "A2": (False, "the report lists 1 of 2 items"),
         "H9": "yes",
+        "H5": (None, "the harness's final records state no model-call count"),
+        "H6": (None, ""),
         "seen": (len(ctx.events) > 0 and isinstance(ctx.gateway, list) and ctx.run_dir.is_dir(), "ctx ok"),
     }
 '''
@@ -48,7 +50,15 @@ def test_missing_id_fails_with_reason(make_pack, make_run):
 
 def test_malformed_value_is_unscored(make_pack, make_run):
     out = check(_ctx(make_pack, make_run), "verifier", id="H9")
-    assert out.passed is None and "expected bool or (bool, str)" in out.reason
+    assert out.passed is None and "expected bool, (bool, str) or (None, reason)" in out.reason
+
+
+def test_not_applicable_is_unscored_with_its_reason_never_a_pass(make_pack, make_run):
+    out = check(_ctx(make_pack, make_run), "verifier", id="H5")
+    assert out.passed is None
+    assert out.reason == "not applicable: the harness's final records state no model-call count"
+    blank = check(_ctx(make_pack, make_run), "verifier", id="H6")  # a reason is required
+    assert blank.passed is None and "expected bool, (bool, str) or (None, reason)" in blank.reason
 
 
 def test_crash_makes_every_verifier_criterion_unscored(make_pack, make_run):
