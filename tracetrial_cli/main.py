@@ -65,7 +65,10 @@ def validate_packs(tasks_dir: Path) -> tuple[int, list[str]]:
     from tracetrial.task import BrokenPack, discover
 
     problems: list[str] = []
-    packs = discover(tasks_dir)
+    if (tasks_dir / "task.yaml").is_file():  # one pack folder, e.g. tracetrial validate tasks/E1-…
+        packs = [p for p in discover(tasks_dir.parent) if p.root.resolve() == tasks_dir.resolve()]
+    else:
+        packs = discover(tasks_dir)
     for pack in packs:
         if isinstance(pack, BrokenPack):
             problems.extend(str(e) for e in pack.error.errors)

@@ -114,3 +114,12 @@ def test_plain_relative_paths_are_fine() -> None:
 def test_the_real_packs_still_validate() -> None:
     count, problems = validate_packs(REPO / "tasks")
     assert count >= 14 and problems == []
+
+
+def test_one_pack_folder_validates_alone(example_pack: Path) -> None:
+    count, problems = validate_packs(example_pack)  # the pack itself, not a folder of packs
+    assert (count, problems) == (1, [])
+    edit_yaml(example_pack / "verifier" / "harness_score.yaml",
+              lambda d: d["criteria"][0].update(rule={"kind": "nosuch"}))
+    count, problems = validate_packs(example_pack)
+    assert count == 1 and len(problems) == 1 and "kind 'nosuch'" in problems[0]
