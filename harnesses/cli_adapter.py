@@ -32,6 +32,7 @@ The DeepSeek adapter (a JSON-RPC runtime, not a one-shot CLI) uses the module fu
 from __future__ import annotations
 
 import json
+import re
 import time
 from abc import abstractmethod
 from pathlib import Path
@@ -48,10 +49,17 @@ __all__ = ["CliAdapter", "turn_outcome", "write_invocation"]
 REDACTED = "[REDACTED]"
 
 
+#: Environment names whose values are credentials (an adapter's own, e.g. OpenClaw's per-run
+#: ``OPENCLAW_GATEWAY_TOKEN``): never written to the invocation record either.
+CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|KEY)$", re.IGNORECASE)
+
+
 def write_invocation(path: Path, argv: list[str], env: dict[str, str], ctx: RunContext, **extra: Any) -> None:
     """Record the exact command, working directory and environment of a turn (plus
-    ``extra``); the gateway key is never written (shown as ``[REDACTED]``)."""
-    shown = {k: (REDACTED if v == ctx.gateway_key else v) for k, v in sorted(env.items())}
+    ``extra``); the gateway key and any credential-named variable are never written (shown as
+    ``[REDACTED]``)."""
+    shown = {k: (REDACTED if v == ctx.gateway_key or (v and CREDENTIAL_NAME.search(k)) else v)
+             for k, v in sorted(env.items())}
     record = {"argv": argv, "cwd": str(ctx.workspace), "env": shown, **extra}
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 

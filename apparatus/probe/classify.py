@@ -11,7 +11,9 @@ Signatures observed on the real CLIs (see ``shared/HARNESSES.md``):
   "CONTEXT CHECKPOINT COMPACTION".
 * **sub-agent**: Claude Code sends header ``x-claude-code-agent-id`` and
   ``cc_is_subagent=true`` in its first system block; Codex children send
-  ``x-openai-subagent`` (from the binary's strings, not yet observed on the wire).
+  ``x-openai-subagent`` (from the binary's strings, not yet observed on the wire); OpenClaw
+  children start with "[Subagent Context] … [Subagent Task]" and a runtime line naming their
+  own session ``agent:<agent>:subagent:<uuid>``.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ def principal_of(conv: Conversation, headers: Mapping[str, str]) -> str:
         return f"subagent:{codex_sub}:{thread}"
     if _codex_metadata(headers).get("thread_source") in ("subagent", "sub_agent", "thread_spawn"):
         return f"subagent:{_header(headers, 'thread-id') or 'codex'}"
+    openclaw_child = conv.openclaw_subagent_key()
+    if openclaw_child:  # OpenClaw: the child's first user message names its own session
+        return f"subagent:{openclaw_child}"
     first_system = conv.system_text.split("\n", 1)[0]
     if "cc_is_subagent=true" in first_system:
         first_user = conv.user_texts()[:1]

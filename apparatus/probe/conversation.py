@@ -29,6 +29,13 @@ _NOT_USER = HARNESS_INJECTED
 _DEFERRED = re.compile(r"following deferred tools[^\n]*:[ \t]*\n((?:[ \t]*(?:[-*][ \t]*)?[A-Za-z0-9_.\-]+[ \t]*(?:\n|$))+)",
                        re.IGNORECASE)
 _FUNCTION = re.compile(r"<function>(\{.*?\})</function>", re.DOTALL)
+#: OpenClaw's sub-agent request: its first user message is the delegated task ("[Subagent Context]
+#: You are running as a subagent … [Subagent Task] …") and its runtime line names the child's own
+#: session, ``session=agent:<agent>:subagent:<uuid>`` (a parent's first message names its own,
+#: ``agent:<agent>:explicit:<id>``; its later messages carry the children's completions, which
+#: also start with "[Subagent Context]" but are never the first user message).
+_OPENCLAW_CHILD_TASK = re.compile(r"\[Subagent (?:Context|Task)\]")
+_OPENCLAW_CHILD_SESSION = re.compile(r"\bsession=(agent:[^\s|:]+:subagent:[^\s|]+)")
 _CWD = re.compile(r"(?:Primary working directory|Working directory|Current working directory):[ \t]*(/[^\n]*)|"
                   r"<cwd>([^<]+)</cwd>")
 
@@ -101,6 +108,15 @@ class Conversation:
         if m is None:
             m = _CWD.search("\n".join(it.text for it in self.items if it.kind in ("user", "system")))
         return (m.group(1) or m.group(2)).strip() if m else None
+
+    def openclaw_subagent_key(self) -> str | None:
+        """The session key of an OpenClaw sub-agent whose request this is (its first user message
+        is the delegated task and names the child's session), else ``None``."""
+        first = next((it.text for it in self.items if it.kind == "user"), "")
+        if not _OPENCLAW_CHILD_TASK.search(first):
+            return None
+        m = _OPENCLAW_CHILD_SESSION.search(first)  # 2026.9.6 appends the runtime line after the task
+        return m.group(1) if m else None
 
     def deferred_tool_names(self) -> tuple[str, ...]:
         """Tool names the request announces as deferred (named, not declared; loadable through the

@@ -14,7 +14,10 @@ call_tool          ``mcp__<s>__<t>`` / namespace ``mcp__<s>`` + ``<t>`` /       
                    deferred (Claude Code 2.1.332+): ``ToolSearch
                    {query: "select:mcp__<s>__<t>"}`` → ``mcp__<s>__<t>``
 spawn_subagent     ``Agent``/``Task`` / ``multi_agent_v1/spawn_agent`` /          absent
-                   ``sessions_spawn``
+                   ``sessions_spawn``, deferred (OpenClaw): ``tool_describe`` →
+                   ``tool_call {id: "sessions_spawn", args: {task, label}}``
+                   (+ ``sessions_yield`` → ``tool_call {id: "subagents",
+                   args: {action: "list"}}`` for a foreground spawn)
 ask_user           ``AskUserQuestion`` / ``request_user_input`` / ``ask_user``…   absent
 wait               shell ``sleep N``                                              absent
 native_tool        the named tool, verbatim                                       absent
@@ -24,7 +27,10 @@ Arguments are shaped by the declared JSON schema: semantic values go to the
 property that names them (``command``/``cmd``, ``file_path``/``path``,
 ``old_string``/``oldText`` …), required properties without a value get a
 type-correct default, and a ``timeout_s`` becomes milliseconds when the
-property is in ms. MCP and ``native_tool`` arguments are sent verbatim.
+property is in ms. A shell whose tool backgrounds a still-running command after a
+yield window (OpenClaw ``exec {yieldMs}``, default 10 s, then "Command still running …
+Use process …") gets that window set to the action's timeout when the timeout is longer than the window, so the command runs to its end
+in the foreground as the action asks. MCP and ``native_tool`` arguments are sent verbatim.
 Anything lost in the mapping (a timeout with no field) is reported in ``notes``.
 """
 
@@ -64,6 +70,23 @@ AGENT_TOOLS = ("Agent", "Task", "spawn_agent", "sessions_spawn", "spawn_subagent
 #: ``<functions>`` block, after which the tool is callable by name). Only consulted when an MCP
 #: tool is neither declared nor reachable through a ``tool_call`` indirection.
 DEFERRED_SEARCH_TOOLS = ("ToolSearch", "tool_search", "search_tools")
+#: OpenClaw's dispatcher (Tool Search): deferred tools are called as ``tool_call {id, args}``,
+#: ``tool_describe {id}`` returns a deferred tool's schema.
+DISPATCH_TOOLS = ("tool_call", "call_tool")
+DESCRIBE_TOOLS = ("tool_describe", "describe_tool")
+#: OpenClaw 2026.9.6's ``sessions_spawn`` input (what ``tool_describe`` returns, the fields the
+#: probe fills): the spawn arguments are fixed before the describe result is seen.
+SESSIONS_SPAWN_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["task"],
+    "properties": {"task": {"type": "string"}, "label": {"type": "string"}},
+}
+#: OpenClaw's wait primitive: ends the model turn until the spawned children have settled and
+#: resumes the parent with their completion.
+YIELD_TOOLS = ("sessions_yield",)
+#: Shell-tool properties naming how long the tool waits before it backgrounds a command that is
+#: still running (OpenClaw ``exec``: "Milliseconds before backgrounding; default 10000").
+#: Codex's ``exec_command {yield_time_ms}`` is a polling window, not a backgrounding one: not here.
+YIELD_WINDOW_KEYS = ("yieldMs",)
 ASK_TOOLS = ("AskUserQuestion", "ask_user", "ask_user_question", "request_user_input", "ask_followup_question",
              "ask_human", "ask_question")
 
@@ -293,7 +316,23 @@ def _shell_plan(inv: Inventory, command: str, *, timeout_s: float | None = None,
     if "description" in tool.required:
         sem["description"] = _describe({"command": command})
     args, notes = shape_arguments(tool, sem)
+    window = next((k for k in YIELD_WINDOW_KEYS if k in tool.properties and k not in args), None)
+    if timeout_s is not None and window is not None and round(float(timeout_s) * 1000) > _yield_default(tool, window):
+        # the command must run to its end (or its timeout), not be backgrounded after the default window
+        args[window] = round(float(timeout_s) * 1000)
+        notes.append(f"{window}={args[window]}: {tool.display} keeps the command in the foreground up to its "
+                     "timeout instead of backgrounding it after its default window")
     return Plan((PlannedCall(tool, args),), via=via, notes=tuple(extra_notes) + tuple(notes))
+
+
+def _yield_default(tool: ToolDecl, key: str) -> int:
+    """The tool's default yield window in ms (its schema's ``default`` or "default <n>" in the
+    description; OpenClaw 2026.9.6 says "default 10000"), else 10000."""
+    schema = _obj(tool.properties.get(key))
+    if isinstance(schema.get("default"), (int, float)) and not isinstance(schema.get("default"), bool):
+        return int(schema["default"])
+    m = re.search(r"default[:\s]+(\d+)", str(schema.get("description", "")), re.IGNORECASE)
+    return int(m.group(1)) if m else 10000
 
 
 def _absent(needed: str) -> Plan:
@@ -391,6 +430,49 @@ def _agent_tool(inv: Inventory) -> ToolDecl | None:
     return None
 
 
+def _deferred_spawn_plan(inv: Inventory, action: SpawnSubagent, deferred: Sequence[str]) -> Plan | None:
+    """A sub-agent tool the harness defers behind its dispatcher (OpenClaw 2026.9.6:
+    ``sessions_spawn`` is listed under "Available deferred-schema tools", reachable through
+    ``tool_describe``/``tool_call``). ``None`` without a dispatcher, or when the request's deferred
+    list is known and names no sub-agent tool.
+
+    The calls: ``tool_describe {id}`` (the schema, as an agent learns it), then
+    ``tool_call {id, args}`` with the prompt as ``task`` and the description as ``label``. A
+    foreground spawn then waits the harness's way: ``sessions_yield`` (the parent's model turn ends
+    until the children settle; OpenClaw resumes the parent with their completion) and, in the
+    resumed turn, ``tool_call {id: "subagents", args: {action: "list"}}``, whose result (the
+    child's status and reply) is the step's observation."""
+    caller = inv.first(DISPATCH_TOOLS)
+    if caller is None:
+        return None
+    known = [n for n in deferred if n in AGENT_TOOLS]
+    if deferred and not known:
+        return None
+    name = known[0] if known else "sessions_spawn"
+    props = caller.properties
+    id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
+    args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
+    calls: list[PlannedCall] = []
+    describe = inv.first(DESCRIBE_TOOLS)
+    if describe is not None:
+        dkey = next((p for p in ALIASES["tool_id"] if p in describe.properties), "id")
+        calls.append(PlannedCall(describe, {dkey: name}))
+    args, _ = fill_object(SESSIONS_SPAWN_SCHEMA, {"prompt": action.prompt, "description": action.description})
+    calls.append(PlannedCall(caller, {id_key: name, args_key: args}, target=name, target_arguments=args))
+    notes = [f"{name} is deferred behind {caller.display}; "
+             + (f"its schema loaded with {describe.display} first" if describe else "called by name")]
+    wait = inv.first(YIELD_TOOLS)
+    if not action.background and wait is not None:
+        calls.append(PlannedCall(wait, {}))
+        listing = {"action": "list"}
+        calls.append(PlannedCall(caller, {id_key: "subagents", args_key: listing}, target="subagents",
+                                 target_arguments=listing))
+        notes.append(f"foreground: waits with {wait.display}, then reads the child's result with subagents list")
+    elif not action.background:
+        notes.append("foreground requested but no sessions_yield declared: the spawn result is the observation")
+    return Plan(tuple(calls), via="tool_search", notes=tuple(notes))
+
+
 def _ask_tool(inv: Inventory) -> ToolDecl | None:
     tool = inv.first(ASK_TOOLS)
     if tool is not None:
@@ -427,7 +509,9 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
     if isinstance(action, SpawnSubagent):
         tool = _agent_tool(inv)
         if tool is None:
-            return _absent("a sub-agent tool (Agent/Task, spawn_agent, sessions_spawn)")
+            plan = _deferred_spawn_plan(inv, action, deferred)
+            return plan or _absent("a sub-agent tool (Agent/Task, spawn_agent, sessions_spawn, or sessions_spawn "
+                                   "behind tool_call)")
         sem = {"description": action.description, "prompt": action.prompt, "background": action.background}
         args, notes = shape_arguments(tool, sem)
         return Plan((PlannedCall(tool, args),), notes=tuple(n for n in notes if not n.startswith("background")))

@@ -29,6 +29,20 @@ Native records: sessions live in SQLite (``<state>/agents/<agent>/agent/openclaw
 ``session_windows`` and ``session_nodes`` row by row to JSONL (zstd-compressed event rows are
 decompressed with the pinned Node runtime's ``zlib``), and copies the log file.
 
+Sub-agents: OpenClaw spawns them with ``sessions_spawn`` (deferred behind Tool Search, called as
+``tool_call {id: "sessions_spawn", args}``), and a spawn is Gateway work: the embedded paths refuse
+it (``agent exec`` answers ``{"status": "error", "error": "published reply runtime missing for
+main"}`` — 2026.9.6 publishes the reply-dispatch runtime only under a Gateway lifecycle). So a
+task that delegates (``subagent`` among its tools) runs every turn through OpenClaw's own Gateway,
+as a user with the daemon does: :mod:`harnesses.openclaw.gateway_turn` starts
+``openclaw gateway run`` on a free loopback port of the run (token auth, the token in
+``OPENCLAW_GATEWAY_TOKEN``; the same config plus ``gateway.mode = local``), runs the
+Gateway-backed ``openclaw agent --session-id <id> --json`` turn (a fresh session gets an id derived
+from the run id), keeps the Gateway up while children run and announce back to the parent, and
+stops it. The Gateway's output is ``native/openclaw-logs/gateway-turn-<n>.log``; the sub-agent
+registry (``task_runs``, ``subagent_runs``, ``flow_runs`` of ``<state>/state/openclaw.sqlite``) is
+dumped to ``native/openclaw-state/``. Other tasks keep the ``agent exec`` path above.
+
 Permission modes: OpenClaw's exec policy knows approval modes and executable allowlists but no
 command-prefix deny rule, so a task deny list cannot be applied natively
 (``native_permissions=False`` -> such cells are non-comparable). ``native`` mode without a deny
@@ -41,8 +55,12 @@ import base64
 import json
 import math
 import os
+import secrets
+import socket
 import sqlite3
 import subprocess
+import sys
+import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -75,10 +93,42 @@ KEY_VAR = "TT_GATEWAY_KEY"
 #: OpenClaw's timeout envelope (exit 2) before the runner has to kill the process group.
 OWN_TIMEOUT_MARGIN_S = 5.0
 PLACEHOLDER_VERSION = "0.0.1"
+GATEWAY_TOKEN_VAR = "OPENCLAW_GATEWAY_TOKEN"
+GATEWAY_TURN = Path(__file__).with_name("gateway_turn.py")
+#: Tables of ``<state>/state/openclaw.sqlite`` the adapter dumps (the sub-agent registry).
+STATE_TABLES: dict[str, str] = {"task_runs": "created_at, task_id", "subagent_runs": "created_at, run_id",
+                                "flow_runs": "created_at, flow_id"}
 
 
-def config_dict(ctx: RunContext, log_file: Path) -> dict[str, Any]:
-    """The run's OpenClaw config (written as JSON, which is valid JSON5)."""
+def uses_gateway(ctx: RunContext) -> bool:
+    """Whether the run's turns go through OpenClaw's Gateway (the task delegates to sub-agents)."""
+    return "subagent" in ctx.task.spec.tools
+
+
+#: run id -> its Gateway token (random, drawn once per run and kept for its later turns)
+_GATEWAY_TOKENS: dict[str, str] = {}
+
+
+def gateway_token(ctx: RunContext) -> str:
+    """The run's Gateway token: loopback only, random per run (not derivable from the run id),
+    a credential of nothing else; it is gone with the run's Gateway."""
+    return _GATEWAY_TOKENS.setdefault(ctx.run_id, "tt-oc-" + secrets.token_hex(16))
+
+
+def gateway_session_id(ctx: RunContext, turn: TurnContext) -> str:
+    """The id of a fresh Gateway-backed session (``agent`` needs one; derived from the run)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"tracetrial:openclaw:{ctx.run_id}:{turn.index}"))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def config_dict(ctx: RunContext, log_file: Path, gateway_port: int | None = None) -> dict[str, Any]:
+    """The run's OpenClaw config (written as JSON, which is valid JSON5); ``gateway_port`` adds
+    the run's local Gateway (loopback, token from ``OPENCLAW_GATEWAY_TOKEN``)."""
     config: dict[str, Any] = {
         "models": {
             "mode": "replace",
@@ -115,6 +165,9 @@ def config_dict(ctx: RunContext, log_file: Path) -> dict[str, Any]:
         "skills": {"load": {"watch": False}},
         "logging": {"file": str(log_file)},
     }
+    if gateway_port is not None:
+        config["gateway"] = {"mode": "local", "port": gateway_port, "bind": "loopback",
+                             "auth": {"mode": "token", "token": "${" + GATEWAY_TOKEN_VAR + "}"}}
     if ctx.mcp_servers:
         config["mcp"] = {
             "servers": {
@@ -130,11 +183,14 @@ class OpenClawAdapter(CliAdapter):
 
     name: ClassVar[str] = "openclaw"
     wire_format: ClassVar[WireFormat] = "chat"
-    #: Sub-agents (``sessions_spawn``) and ``ask_user`` exist but are deferred behind Tool Search
-    #: and ``ask_user`` waits for a human channel that a headless ``agent exec`` run does not have.
+    #: Sub-agents: ``sessions_spawn`` (deferred behind Tool Search), run through the Gateway (module
+    #: docstring). ``ask_user`` is deferred too and waits for a human channel that a headless run
+    #: does not have.
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=False
     )
+    #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
+    _gateway_ports: ClassVar[dict[str, int]] = {}
     install_hint: ClassVar[str] = install_hint("openclaw")
     binary_name: ClassVar[str] = "openclaw"
 
@@ -191,6 +247,8 @@ class OpenClawAdapter(CliAdapter):
             "NODE_COMPILE_CACHE": os.environ.get("TT_NODE_COMPILE_CACHE") or str(_compile_cache_dir()),
             **ctx.extra_env,
         }
+        if uses_gateway(ctx):
+            extra[GATEWAY_TOKEN_VAR] = gateway_token(ctx)
         return self._base_env(ctx.home, extra)
 
     @staticmethod
@@ -203,6 +261,8 @@ class OpenClawAdapter(CliAdapter):
         prompt = self.prompt_file(ctx, turn)
         own = max(1, math.floor(turn.deadline_s - OWN_TIMEOUT_MARGIN_S))
         model = f"{PROVIDER}/{ctx.model}"
+        if uses_gateway(ctx):
+            return self.gateway_argv(ctx, turn, resume)
         if resume is None:
             return [
                 str(binary), "agent", "exec",
@@ -223,14 +283,38 @@ class OpenClawAdapter(CliAdapter):
             "--message-file", str(prompt),
         ]  # fmt: skip
 
+    def gateway_argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
+        """A Gateway-backed turn (:mod:`harnesses.openclaw.gateway_turn`): a fresh session gets
+        the id :func:`gateway_session_id` (recorded in ``ctx.session_id``), a resumed one keeps its id."""
+        binary = str(self.binary())
+        sid = resume
+        if sid is None:
+            sid = ctx.session_id = gateway_session_id(ctx, turn)
+        return [
+            sys.executable, str(GATEWAY_TURN),
+            "--openclaw", binary,
+            "--port", str(self._gateway_ports[ctx.run_id]),
+            "--gateway-log", str(self.log_dir(ctx) / f"gateway-turn-{turn.index}.log"),
+            "--state", str(self.state_dir(ctx)),
+            "--deadline", str(max(1.0, turn.deadline_s - OWN_TIMEOUT_MARGIN_S)),
+            "--",
+            binary, "agent",
+            "--session-id", sid,
+            "--json",
+            "--message-file", str(self.prompt_file(ctx, turn)),
+        ]  # fmt: skip
+
     # ------------------------------------------------------------------------------ run
     def prepare(self, ctx: RunContext, turn: TurnContext) -> None:
         """The config (``<state>/openclaw.json``, a copy as ``native/turn-<n>.config.json``)
-        and the turn's prompt file."""
+        and the turn's prompt file; a Gateway run gets a free loopback port per turn."""
         state, logs = self.state_dir(ctx), self.log_dir(ctx)
         state.mkdir(parents=True, exist_ok=True)
         logs.mkdir(parents=True, exist_ok=True)
-        config = json.dumps(config_dict(ctx, logs / "openclaw.log"), indent=1) + "\n"
+        port = None
+        if uses_gateway(ctx):
+            port = self._gateway_ports[ctx.run_id] = free_port()
+        config = json.dumps(config_dict(ctx, logs / "openclaw.log", port), indent=1) + "\n"
         (state / "openclaw.json").write_text(config, encoding="utf-8")
         (ctx.paths.native / f"turn-{turn.index}.config.json").write_text(config, encoding="utf-8")
         prompt = self.prompt_file(ctx, turn)
@@ -242,13 +326,16 @@ class OpenClawAdapter(CliAdapter):
                 "ended_at_ms": round(ended * 1000)}
 
     def session_from_output(self, stdout: Path) -> str | None:
-        """The session id of the turn's JSON result (``agent exec`` envelope or ``--local`` result)."""
+        """The session id of the turn's JSON result (``agent exec`` envelope, ``--local`` result or
+        the Gateway-backed result, whose ``result`` holds the ``--local`` shape)."""
         try:
             data = json.loads(stdout.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict):
             return None
+        if "runId" in data and isinstance(data.get("result"), dict):
+            data = data["result"]
         sid = data.get("sessionId")
         if not isinstance(sid, str) or not sid:
             meta = data["meta"] if isinstance(data.get("meta"), dict) else {}
@@ -269,6 +356,11 @@ class OpenClawAdapter(CliAdapter):
             dest = ctx.paths.native / "openclaw" / agent
             dest.mkdir(parents=True, exist_ok=True)
             copied += dump_session_store(db, dest)
+        shared = self.state_dir(ctx) / "state" / "openclaw.sqlite"
+        if uses_gateway(ctx) and shared.is_file() and is_record(shared, ctx.home):
+            dest = ctx.paths.native / "openclaw-state"
+            dest.mkdir(parents=True, exist_ok=True)
+            copied += dump_tables(shared, dest, STATE_TABLES)
         logs = self.log_dir(ctx)
         if is_record_folder(logs, ctx.home):
             copied += collect_records(logs, ctx.paths.native / "openclaw-logs")
@@ -287,6 +379,34 @@ def _compile_cache_dir() -> Path:
     from apparatus.tools import tools_dir
 
     return tools_dir() / "node-compile-cache"
+
+
+def dump_tables(db: Path, dest: Path, tables: dict[str, str]) -> list[Path]:
+    """Rows of ``tables`` (table -> SQL order) as one JSON object per line, columns as stored
+    (a ``*_json`` text parsed into the key without the suffix). Read-only."""
+    out: list[Path] = []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        present = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+        for table, order in tables.items():
+            if table not in present:
+                continue
+            cur = con.execute(f'select * from "{table}" order by {order}')
+            cols = [c[0] for c in cur.description]
+            path = dest / f"{table}.jsonl"
+            with path.open("w", encoding="utf-8") as fh:
+                for row in cur.fetchall():
+                    record: dict[str, Any] = {}
+                    for key, value in zip(cols, row):
+                        if key.endswith("_json") and isinstance(value, str):
+                            record[key.removesuffix("_json")] = _parse(value)
+                        else:
+                            record[key] = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.append(path)
+    finally:
+        con.close()
+    return out
 
 
 def dump_session_store(db: Path, dest: Path) -> list[Path]:

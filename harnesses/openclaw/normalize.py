@@ -34,6 +34,21 @@ and a main-principal ``task_completion`` carrying the result's own statements: f
 transcript stores them (OpenClaw rewrites them on the wire, e.g. ``call_1`` -> ``call1``); an
 id seen in more than one turn is turn-scoped (``<id>#t<n>``) with ``native_tool_call_id``.
 
+Gateway-backed turns (tasks that delegate; see the adapter): stdout is ``{runId, status, summary,
+result}`` with ``result`` in the ``--local`` shape; the turn's run id is ``runId``.
+
+Sub-agents: a session whose key is ``agent:<agent>:subagent:<uuid>`` (``session_windows`` /
+the runtime rows' ``sessionKey``) is a child. Its rows belong to a child principal named after
+the spawn call whose result names the child session (``childSessionKey`` in the
+``sessions_spawn`` result; else the session key), ``principal_role="child"``,
+``parent_principal_id`` = the principal that made the call. Its runs, and the parent's
+``announce:*`` runs (OpenClaw resuming the parent with the child's completion), are claimed by no
+stdout: they go to the turn of the latest claimed run before them. Lifecycle: the spawn result
+gives a ``subagent_lifecycle`` ``spawned`` (status ``pending``, or ``failed`` when the spawn was
+refused) for the parent; the child's ``session.started`` a ``started``/``running`` record and its
+``session.ended`` a ``completed`` (or the native status) record plus a ``task_completion`` with
+the child's last reply — all with the child principal id and the native time.
+
 Indirect calls: OpenClaw defers MCP tools behind Tool Search, so the model calls them through
 the dispatcher tool ``tool_call`` (``call_tool`` too) with ``{"id": <tool>, "args": {...}}``.
 Such a call's tool event names the tool it reaches (``tool_call.name`` = the ``id``, e.g.
@@ -45,6 +60,7 @@ result is the dispatcher's (content verbatim, with OpenClaw's untrusted-content 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,6 +86,7 @@ from tracetrial.trace import (
     NativeDiagnosticEvent,
     NativeEvent,
     RawStdoutEvent,
+    SubagentLifecycleEvent,
     TaskCompletionEvent,
     TokenUsage,
     TokenUsageEvent,
@@ -90,6 +107,12 @@ DISPATCH_TOOLS = ("tool_call", "call_tool")
 KNOWN_TRANSCRIPT = {"message", "custom", "session", "model_change", "thinking_level_change", "label",
                     "branch_summary", "custom_message"}
 KNOWN_ROLES = {"assistant", "toolResult", "user", "custom", "system"}
+
+#: A sub-agent's session key (``agent:<agent>:subagent:<uuid>``) as OpenClaw names it.
+CHILD_KEY = re.compile(r"agent:[A-Za-z0-9_.-]+:subagent:[A-Za-z0-9_.-]+")
+#: Run ids OpenClaw gives a parent's follow-up run when a child's completion is announced.
+ANNOUNCE_RUN = "announce:"
+SPAWN_TOOL = "sessions_spawn"
 
 #: Session-store tables the adapter dumps (table -> SQL order: insertion order).
 SQLITE_TABLES: dict[str, str] = {
@@ -154,6 +177,11 @@ def _read_result(path: Path) -> _TurnResult:
         return _TurnResult(None, None, text, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
     if not isinstance(data, dict):
         return _TurnResult(None, None, text, f"not a JSON object ({type(data).__name__})")
+    if isinstance(data.get("runId"), str) and isinstance(data.get("result"), dict) and "ok" not in data:
+        # Gateway-backed ``openclaw agent --json``: the run id, and the --local result inside
+        agent = _obj(_obj(data["result"].get("meta")).get("agentMeta"))
+        sid = agent.get("sessionId")
+        return _TurnResult("gateway", data, text, None, sid if isinstance(sid, str) else None, data["runId"])
     if "meta" in data and "ok" not in data:
         agent = _obj(_obj(data.get("meta")).get("agentMeta"))
         receipt = _obj(agent.get("terminalReceipt"))
@@ -197,14 +225,40 @@ def unwrap_dispatch(name: str, arguments: Any) -> tuple[str, Any]:
 
 
 @dataclass
+class _Child:
+    """A sub-agent session: its principal and who spawned it."""
+
+    principal: str
+    parent: str = MAIN
+    session_key: str | None = None
+
+
+@dataclass
 class _Normalizer(TraceBuilder):
+    #: session id -> the child principal its rows belong to
+    children: dict[str, _Child] = None  # type: ignore[assignment]
+    #: child session key -> child principal id (from the spawn results)
+    child_of_key: dict[str, str] = None  # type: ignore[assignment]
+    #: child principal -> its last reply text (for its completion record)
+    last_reply: dict[str, str] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.children = self.children or {}
+        self.child_of_key = self.child_of_key or {}
+        self.last_reply = {}
+
+    def who(self, session: Any) -> _Child | None:
+        return self.children.get(session) if isinstance(session, str) else None
+
     def row(self, row: _Row, source: str, turn: int | None) -> Any:
         """Accounting context of one dumped row."""
         return self.handling(source=source, file=row.file, seq=row.no, type=_row_kind(row), turn=turn)
 
     def env(self, turn: int | None, source: str, session: str | None, seq: int | None, ts: Any, raw: Any) -> dict[str, Any]:
-        return self.base(source=source, conversation_turn=turn, session_id=session, principal_id=MAIN,
-                         principal_role="main", source_event_seq=seq,
+        child = self.who(session)
+        who = {"principal_id": MAIN, "principal_role": "main"} if child is None else {
+            "principal_id": child.principal, "principal_role": "child", "parent_principal_id": child.parent}
+        return self.base(source=source, conversation_turn=turn, session_id=session, **who, source_event_seq=seq,
                          source_timestamp=ts if isinstance(ts, str) else None, raw_event=raw)
 
     # -- transcript --------------------------------------------------------------------------
@@ -251,9 +305,14 @@ class _Normalizer(TraceBuilder):
                 blocks = [b for b in blocks if _obj(b).get("type") != "text"]
             self.events += message_events(env, blocks, tool_block="toolCall", reasoning_keys=("thinking", "text"),
                                           message_id=mid, model=model, finish_reason=stop)
+            principal = env["principal_id"]
             for b in blocks:
                 if _obj(b).get("type") == "toolCall" and isinstance(b.get("id"), str):
-                    self.call(env, b["id"], turn, *unwrap_dispatch(str(b.get("name")), b.get("arguments")))
+                    self.call(env, b["id"], turn, *unwrap_dispatch(str(b.get("name")), b.get("arguments")),
+                              principal=principal)
+            said = [b.get("text") for b in blocks if _obj(b).get("type") == "text" and isinstance(b.get("text"), str)]
+            if env["principal_role"] == "child" and said and stop != "error":
+                self.last_reply[principal] = "\n".join(said)
             if msg.get("errorMessage") or stop == "error":
                 detail = {"errorMessage": msg.get("errorMessage"), "text": texts} if texts else msg.get("errorMessage")
                 self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="assistant_error", detail=detail))
@@ -267,7 +326,8 @@ class _Normalizer(TraceBuilder):
                     )
                 )
         elif role == "toolResult" and isinstance(msg.get("toolCallId"), str):
-            found = self.answered(env, msg["toolCallId"], turn, unmatched="transcript/tool_result_unmatched")
+            found = self.answered(env, msg["toolCallId"], turn, principal=env["principal_id"],
+                                  unmatched="transcript/tool_result_unmatched")
             if found is None:
                 return
             details = _obj(msg.get("details"))
@@ -278,10 +338,26 @@ class _Normalizer(TraceBuilder):
                 exit_code=details.get("exitCode") if isinstance(details.get("exitCode"), int) else None,
                 duration=seconds(details.get("durationMs")),
             )
+            if found.tool_call.name == SPAWN_TOOL:
+                self.spawned(env, found, msg)
         elif role in KNOWN_ROLES:
             self.events.append(NativeEvent(**env, native_event_type=f"transcript/message/{role}"))
         else:
             self.unknown_record(NativeEvent(**env, native_event_type=f"transcript/message/{role}"))
+
+    def spawned(self, env: dict[str, Any], call: Any, msg: dict[str, Any]) -> None:
+        """The lifecycle record of a spawn call's result: the child it names is pending (the spawn
+        was accepted) or the spawn failed."""
+        status = _spawn_status(msg)
+        text = json.dumps([msg.get("content"), msg.get("details")], ensure_ascii=False)
+        key = next(iter(CHILD_KEY.findall(text)), None)
+        child = self.child_of_key.get(key) if key else None
+        failed = status != "accepted" and (msg.get("isError") is True or status in ("error", "forbidden", "failed"))
+        if child is None and not failed:
+            return
+        self.events.append(SubagentLifecycleEvent(
+            **env, action="spawn_failed" if failed else "spawned", status="failed" if failed else "pending",
+            child_principal_id=child, pending_child_ids=[child] if child and not failed else None))
 
     # -- runtime trajectory ------------------------------------------------------------------------
     def runtime(self, turn: int | None, row: _Row) -> None:
@@ -299,6 +375,8 @@ class _Normalizer(TraceBuilder):
         self.events.append(
             NativeEvent(**env, native_event_type=f"trajectory/{etype}", status=status if isinstance(status, str) else None)
         )
+        if env["principal_role"] == "child" and etype in ("session.started", "session.ended"):
+            self.child_lifecycle(env, etype, data)
         if etype == "model.completed" and data.get("stopReason") == "error":
             # a failed model call leaves no transcript message: its error is only recorded here
             errors = [
@@ -309,6 +387,23 @@ class _Normalizer(TraceBuilder):
             self.events.append(
                 NativeDiagnosticEvent(**env, diagnostic_type="trajectory/model.completed/error", detail=errors or None)
             )
+
+    def child_lifecycle(self, env: dict[str, Any], etype: str, data: dict[str, Any]) -> None:
+        """A child run's start (``running``) or end (``completed`` for OpenClaw's ``success``, else
+        its own status) and, at its end, the child's completion record with its last reply."""
+        child = env["principal_id"]
+        if etype == "session.started":
+            self.events.append(SubagentLifecycleEvent(**env, action="started", status="running",
+                                                      child_principal_id=child))
+            return
+        native = data.get("status") if isinstance(data.get("status"), str) else None
+        status = "completed" if native == "success" else (native or "ended")
+        stop = data.get("stopReason") if isinstance(data.get("stopReason"), str) else None
+        self.events.append(SubagentLifecycleEvent(**env, action="completed" if status == "completed" else "ended",
+                                                  status=status, stop_reason=stop, child_principal_id=child))
+        reply = self.last_reply.get(child)
+        self.events.append(TaskCompletionEvent(**env, status=status, child_principal_id=child,
+                                               content={"final_text": reply} if reply is not None else None))
 
     # -- stdout result ------------------------------------------------------------------------------
     def result(self, turn: int, res: _TurnResult) -> None:
@@ -329,11 +424,16 @@ class _Normalizer(TraceBuilder):
                 self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="agent_exec_error",
                                                          detail=data.get("error")))
         else:
-            meta = _obj(data.get("meta"))
+            body = _obj(data.get("result")) if res.kind == "gateway" else data
+            meta = _obj(body.get("meta"))
             agent = _obj(meta.get("agentMeta"))
             stop = meta.get("stopReason")
-            self.events.append(NativeEvent(**env, native_event_type="agent_local/result",
+            self.events.append(NativeEvent(**env, native_event_type=f"agent_{res.kind}/result",
                                            status=stop if isinstance(stop, str) else None))
+            if res.kind == "gateway" and data.get("status") not in (None, "ok"):
+                self.events.append(NativeDiagnosticEvent(**env, diagnostic_type="agent_gateway_error",
+                                                         detail={"status": data.get("status"),
+                                                                 "summary": data.get("summary")}))
             usage = _usage(agent.get("usage"))
             cost = agent.get("costUsd")
             if meta.get("error") is not None or meta.get("aborted") is True:
@@ -361,7 +461,7 @@ class _Normalizer(TraceBuilder):
             status, final = data.get("status"), data.get("final")
             turns, summary = data.get("assistantTurns"), data.get("toolSummary")
         else:
-            meta = _obj(data.get("meta"))
+            meta = _obj((_obj(data.get("result")) if res.kind == "gateway" else data).get("meta"))
             status = "aborted" if meta.get("aborted") is True else meta.get("stopReason")
             final = meta.get("finalAssistantVisibleText")
             turns, summary = _obj(meta.get("agentMeta")).get("assistantTurns"), meta.get("toolSummary")
@@ -375,6 +475,76 @@ class _Normalizer(TraceBuilder):
         self.events.append(
             TaskCompletionEvent(**env, status=status if isinstance(status, str) else None, content=content or None)
         )
+
+
+def _children(store: Path, transcript: list[_Row], runtime: list[_Row]) -> tuple[dict[str, _Child], dict[str, str]]:
+    """Child sessions (session id -> principal) and child session key -> principal id.
+
+    A session is a child when its key names a sub-agent (``session_windows`` or the runtime rows'
+    ``sessionKey``); its principal is the native id of the ``sessions_spawn`` call (direct or
+    through ``tool_call``) whose result names that key (the first one), else the key itself; its
+    parent is the principal of the session that made that call (``main``, or a child that spawned
+    a child of its own)."""
+    keys: dict[str, str] = {}
+    for row in runtime:
+        sid, key = row.event.get("sessionId"), row.event.get("sessionKey")
+        if isinstance(sid, str) and isinstance(key, str):
+            keys.setdefault(sid, key)
+    for agent in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
+        for row in _read_dump(agent / "session_windows.jsonl"):
+            data = row.data or {}
+            if isinstance(data.get("session_id"), str) and isinstance(data.get("session_key"), str):
+                keys.setdefault(data["session_id"], data["session_key"])
+    spawn_calls: set[str] = set()
+    for row in transcript:
+        msg = _obj(row.event.get("message"))
+        if msg.get("role") == "assistant":
+            for b in _list(msg.get("content")):
+                if (_obj(b).get("type") == "toolCall" and isinstance(b.get("id"), str)
+                        and unwrap_dispatch(str(b.get("name")), b.get("arguments"))[0] == SPAWN_TOOL):
+                    spawn_calls.add(b["id"])
+    call_of_key: dict[str, str] = {}
+    spawner_of_key: dict[str, str] = {}  # child key -> session id of the spawning session
+    for row in transcript:
+        msg = _obj(row.event.get("message"))
+        cid = msg.get("toolCallId")
+        if msg.get("role") != "toolResult" or not isinstance(cid, str) or cid not in spawn_calls:
+            continue
+        if _spawn_status(msg) is None:
+            continue
+        for key in CHILD_KEY.findall(json.dumps([msg.get("content"), msg.get("details")], ensure_ascii=False)):
+            if key not in call_of_key:
+                call_of_key[key] = cid
+                sid = (row.data or {}).get("session_id")
+                if isinstance(sid, str):
+                    spawner_of_key[key] = sid
+    children: dict[str, _Child] = {}
+    for sid, key in keys.items():
+        if CHILD_KEY.fullmatch(key):
+            children[sid] = _Child(call_of_key.get(key, key), MAIN, key)
+    for child in children.values():
+        spawner = children.get(spawner_of_key.get(child.session_key or "", ""))
+        if spawner is not None and spawner is not child:
+            child.parent = spawner.principal
+    return children, {key: call_of_key.get(key, key) for key in {c.session_key for c in children.values()} | set(call_of_key)
+                      if key}
+
+
+def _spawn_status(msg: dict[str, Any]) -> str | None:
+    """The ``status`` of a ``sessions_spawn`` result (reached directly or through ``tool_call``,
+    whose result wraps the tool's as ``result.details``)."""
+    for holder in (_obj(msg.get("details")), _obj(_obj(_obj(msg.get("details")).get("result")).get("details"))):
+        named = "childSessionKey" in holder or "error" in holder or "runId" in holder
+        if isinstance(holder.get("status"), str) and holder.get("status") != "" and named:
+            return str(holder["status"])
+    text = single_text(msg.get("content"))
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        data = None
+    data = _obj(data)
+    inner = _obj(_obj(data.get("result")).get("details")) or data
+    return inner.get("status") if isinstance(inner.get("status"), str) else None
 
 
 def _runtime_run(row: _Row) -> str | None:
@@ -454,6 +624,7 @@ def normalize(
         for row in _read_dump(agent / "trajectory_runtime_events.jsonl"):
             (runtime if row.data is not None else bad).append(row)
 
+    norm.children, norm.child_of_key = _children(store, transcript, runtime)
     # run id -> turn, from stdout; unclaimed runs go to turns without a known run, in order
     turn_of_run: dict[str, int] = {}
     for t in ordered:
@@ -461,10 +632,18 @@ def normalize(
         if rid:
             turn_of_run[rid] = t.index
     runs_in_order: list[str] = []
+    latest: int | None = None
     for row in runtime:
         rid = _runtime_run(row)
-        if isinstance(rid, str) and rid not in runs_in_order:
+        if not isinstance(rid, str):
+            continue
+        if rid not in runs_in_order:
             runs_in_order.append(rid)
+            delegated = norm.who(row.event.get("sessionId")) is not None or rid.startswith(ANNOUNCE_RUN)
+            if rid not in turn_of_run and delegated and latest is not None:
+                # a child's run or the parent's announce run: part of the turn that was running
+                turn_of_run[rid] = latest
+        latest = turn_of_run.get(rid, latest)
     unclaimed = [r for r in runs_in_order if r not in turn_of_run]
     orphans = [t.index for t in ordered if results[t.index].run_id is None]
     run_session: dict[str, str] = {}

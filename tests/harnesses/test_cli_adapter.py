@@ -191,3 +191,18 @@ def test_missing_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert FakeAdapter().unavailable_reason() == "fake is not installed"
     with pytest.raises(FileNotFoundError, match="fake is not installed"):
         FakeAdapter().binary()
+
+
+def test_credential_named_variables_are_never_in_the_invocation_record(tmp_path: Path) -> None:
+    from harnesses.cli_adapter import write_invocation
+
+    ctx = make_ctx(tmp_path)
+    env = {"OPENCLAW_GATEWAY_TOKEN": "tt-oc-0123abcd", "GH_TOKEN": "ghp_x", "DB_PASSWORD": "pw",
+           "SOME_API_KEY": "k", "HOME": "/h", "TOKENIZERS_PARALLELISM": "false", "EMPTY_TOKEN": ""}
+    path = tmp_path / "inv.json"
+    write_invocation(path, ["x"], env, ctx)
+    shown = json.loads(path.read_text())["env"]
+    assert {k for k, v in shown.items() if v == "[REDACTED]"} == {
+        "OPENCLAW_GATEWAY_TOKEN", "GH_TOKEN", "DB_PASSWORD", "SOME_API_KEY"}
+    assert shown["HOME"] == "/h" and shown["TOKENIZERS_PARALLELISM"] == "false" and shown["EMPTY_TOKEN"] == ""
+    assert "tt-oc-0123abcd" not in path.read_text()
