@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from harnesses.reference.mutants import MUTANTS, not_applicable
+from harnesses.reference.mutants import MUTANTS, not_applicable, pack_features
 from tracetrial.archive import RunPaths
 from tracetrial.results import CombinedScore
 from tracetrial.task import TaskPack
@@ -141,7 +141,8 @@ def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *
             if why is not None and got is None:
                 # Not run (--tt-prune-mutants): sound only if the faithful run never used what the
                 # defect needs, and nothing may be declared for it.
-                contra = sorted(set(MUTANTS[mutant].needs) & used)
+                missing = set(MUTANTS[mutant].needs) - pack_features(task)
+                contra = sorted(missing & used)  # a feature the pack lacks, yet the faithful run used
                 if contra or expected:
                     report.rows.append(CalibrationRow(
                         task.id, variant, expected, frozenset(), "unexpected",

@@ -137,3 +137,20 @@ def test_prune_option_leaves_out_exactly_the_inapplicable_mutant_cells(pytester)
     kept = [line for line in pruned.outlines if "test_cell[" in line]
     assert len(ids) == 3 and len(kept) == 2
     assert not any("premature_subagent_done" in line for line in kept)
+
+
+def test_a_needed_feature_the_pack_has_is_no_contradiction(tmp_path: Path) -> None:
+    """hide_mcp_tool needs MCP and a resumed turn: on a two-turn pack without MCP it is not
+    applicable, and the faithful run's second turn is no reason to doubt that."""
+    import json
+
+    from tracetrial.archive import RunPaths
+
+    task = task_with({"hide_exit_code": [H[0], A[0]]})
+    task = dataclasses.replace(task, spec=task.spec.model_copy(update={"conversation": "multi"}))
+    cell(tmp_path, "reference", set())
+    cell(tmp_path, "reference+hide_exit_code", {H[0], A[0]})
+    root = RunPaths.for_cell(tmp_path, "E1-build-status-001", "probe", "reference").root
+    (root / "result.json").write_text(json.dumps({"turns": [{}, {}]}))
+    rows = {r.variant: r for r in calibrate(tmp_path, [task], ["hide_exit_code", "hide_mcp_tool"]).rows}
+    assert rows["reference+hide_mcp_tool"].status == "not_applicable", rows["reference+hide_mcp_tool"].detail
