@@ -67,8 +67,8 @@ from tracetrial.handlers import Call, Reply
 
 __all__ = [
     "Action", "AskUser", "Call", "Reply", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
-    "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "Wait", "WriteFile",
-    "ask_user", "call_tool", "edit_file", "final", "native_tool", "read_file", "shell",
+    "ProviderError", "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "Wait", "WriteFile",
+    "ask_user", "call_tool", "edit_file", "final", "native_tool", "provider_error", "read_file", "shell",
     "spawn_subagent", "wait", "write_file",
 ]
 
@@ -188,6 +188,17 @@ class Final(Action):
     text: str
 
 
+@dataclass(frozen=True)
+class ProviderError(Action):
+    """Answer this request — and every retry of it, since a retry replays to the same step — with
+    an HTTP error from the provider boundary instead of a model reply (a harness error-notice
+    trigger placed by what the policy has seen, e.g. after a given tool result)."""
+
+    kind: ClassVar[str] = "provider_error"
+    status: int = 503
+    message: str = "Service unavailable (injected by the TraceTrial probe)"
+
+
 def shell(command: str, timeout_s: float | None = None) -> Shell:
     """Run ``command`` in the harness's shell tool."""
     return Shell(command, timeout_s)
@@ -231,6 +242,14 @@ def wait(seconds: float) -> Wait:
 def native_tool(name: str, arguments: Mapping[str, Any] | None = None) -> NativeTool:
     """Call the declared tool ``name`` verbatim (harness-specific escape hatch)."""
     return NativeTool(name, dict(arguments or {}))
+
+
+def provider_error(status: int = 503, message: str = "Service unavailable (injected by the TraceTrial probe)"
+                   ) -> ProviderError:
+    """Fail this request (and its retries) with HTTP ``status`` and ``message`` (400–599)."""
+    if not 400 <= int(status) <= 599:
+        raise ValueError(f"provider_error status must be an HTTP error (400–599), not {status!r}")
+    return ProviderError(int(status), str(message))
 
 
 def final(text: str) -> Final:

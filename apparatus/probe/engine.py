@@ -52,7 +52,7 @@ from apparatus.probe.wire import (
     render_responses,
 )
 from tracetrial.harness import WireFormat
-from tracetrial.policy import Action, CallTool, Final, Observation, Turn, TurnView
+from tracetrial.policy import Action, CallTool, Final, Observation, ProviderError, Turn, TurnView
 
 APPARATUS = "TraceTrial probe apparatus error"
 
@@ -352,6 +352,11 @@ class Run:
             if not isinstance(action, Action):
                 raise PolicyFailure(f"policy yielded {action!r} at step {i} of {where}; yield an action "
                                     "from tracetrial.policy (shell(...), read_file(...), final(...), …)")
+            if isinstance(action, ProviderError):
+                # Not a step: the request (and each retry, which replays to here) gets the error.
+                return Outcome(kind="provider_error", action="provider_error", step=i,
+                               error=(action.status, action.message, None),
+                               notes=[f"policy: HTTP {action.status} for this request"])
             if i < len(steps):
                 rec = steps[i]
                 if rec.described != action.describe():

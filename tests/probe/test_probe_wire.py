@@ -199,3 +199,38 @@ def test_prompt_too_long_error_for_reactive_compaction(probe, write_policy, run_
     assert status == 400
     assert json.loads(raw)["error"] == {"type": "invalid_request_error",
                                         "message": "prompt is too long: 250000 tokens > 200000 maximum"}
+
+
+SHELL_THEN_ERROR = """
+    from tracetrial.policy import final, provider_error, shell
+
+    def policy(turn):
+        obs = yield shell("echo hi", timeout_s=5)
+        if "hi" in obs.text:
+            yield provider_error(529, "overloaded after the first result")
+        yield final("unreachable")
+"""
+
+
+def test_policy_placed_provider_error_persists_across_retries(probe, write_policy, run_id):
+    """``provider_error(...)`` fails the request at the step the policy reached, and every retry
+    replays to the same step, so a harness cannot retry its way past it."""
+    probe.register_run(run_id, write_policy(SHELL_THEN_ERROR))
+    sim = SimHarness("chat", probe.run_url(run_id), tools_for("chat"))
+    sim.user("go")
+    call = sim.send()
+    assert call.name is not None
+    sim.result(call.call_id, "hi\n")
+    for _ in range(3):  # the first attempt and two retries
+        status, _, raw = post(sim.base_url + PATHS["chat"], sim.body())
+        assert status == 529 and json.loads(raw)["error"]["message"] == "overloaded after the first result"
+    report = probe.finish_run(run_id)
+    assert [r.kind for r in report.requests] == ["main", "provider_error", "provider_error", "provider_error"]
+    assert report.apparatus_errors == []
+
+
+def test_provider_error_status_must_be_an_http_error() -> None:
+    from tracetrial.policy import provider_error
+
+    with pytest.raises(ValueError, match="400–599"):
+        provider_error(200)
