@@ -11,6 +11,7 @@
     tracetrial calibrate [--output DIR]   run reference + every mutant, print the discrimination table
     tracetrial gate --baseline FILE OUTPUT   compare verdicts with a stored baseline (CI regression gate)
     tracetrial export atif|otel OUTPUT    trace exports: ATIF v1.7 per cell, OTel GenAI spans (OTLP JSON)
+    tracetrial release [--verify] OUTPUT  release manifest of selected runs (OUTPUT/release/manifest.json)
 """
 
 from __future__ import annotations
@@ -246,6 +247,59 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    """``tracetrial release [--verify] OUTPUT``: write or verify a release manifest."""
+    import hashlib
+    from datetime import UTC, datetime
+
+    from reports.release import (
+        DEFAULT_RELEASE,
+        STAGES,
+        ReleaseError,
+        build_release,
+        verify_release,
+        write_release,
+    )
+
+    output = Path(args.output)
+    target = Path(args.out) if args.out else output / DEFAULT_RELEASE
+    calibration = Path(args.calibration) if args.calibration else None
+    if not (output / "traces").is_dir():
+        print(f"error: {output} has no traces/ folder (not a --tt-output archive)", file=sys.stderr)
+        return 2
+    if args.verify:
+        check = verify_release(target, output, calibration=calibration)
+        for problem in check.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if check.manifest is None:
+            return 2
+        if check.problems:
+            print(f"release {target}: {len(check.problems)} problem(s); the archive no longer matches the release",
+                  file=sys.stderr)
+            return 1
+        digest = hashlib.sha256(target.read_bytes()).hexdigest()
+        print(f"verified {target}: {len(check.manifest.runs)} run(s), {check.files} file(s) unchanged "
+              f"(sha256 {digest})")
+        return 0
+
+    def split(value: str | None) -> list[str] | None:
+        return value.split(",") if value else None
+
+    try:
+        manifest = build_release(output, calibration=calibration, tasks=split(args.tasks),
+                                 harnesses=split(args.harnesses), models=split(args.models),
+                                 generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        digest = write_release(manifest, target, output)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    c = manifest.counts
+    stages = ", ".join(f"{c[f'tasks_{s}']} {s}" for s in reversed(STAGES) if c.get(f"tasks_{s}"))
+    print(f"wrote {target}: {c['evaluated']} evaluated + {c['calibration']} calibration run(s), {c['files']} file(s), "
+          f"{c['tasks']} task(s) ({stages or 'none authored'}); sha256 {digest}")
+    return 0
+
+
 def cmd_images(args: argparse.Namespace) -> int:
     """``tracetrial images build|list``: the docker sandbox's local images."""
     from apparatus.sandbox.docker_backend import engine_reason
@@ -351,6 +405,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--content", action="store_true",
                    help="otel: include message and tool content (Opt-In attributes), redacted")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("release", help="write (or --verify) a release manifest of selected runs",
+                       description="Writes OUTPUT/release/manifest.json (tt-release/1): every selected run with its "
+                                   "task revision, resolved config, harness version, artifact paths and the SHA-256 "
+                                   "of every file, and each task's protocol stage (reports/release.py). Exit 1 when "
+                                   "a selected cell does not match its seal. --verify re-hashes every listed file, "
+                                   "re-checks every cell's seal and re-derives the manifest: exit 1 naming each "
+                                   "changed or missing file, 2 when there is no readable manifest.")
+    p.add_argument("output", help="a session's archive folder (--tt-output)")
+    p.add_argument("--verify", action="store_true", help="check the archive against an existing release manifest")
+    p.add_argument("--out", help="the manifest file (default OUTPUT/release/manifest.json)")
+    p.add_argument("--calibration", metavar="DIR", help="archive with the reference/mutant runs that audit the "
+                                                         "tasks (default: OUTPUT itself)")
+    p.add_argument("--tasks", metavar="ID[,ID]", help="only these tasks")
+    p.add_argument("--harnesses", metavar="NAME[,NAME]", help="only these evaluated harnesses")
+    p.add_argument("--models", metavar="ALIAS[,ALIAS]", help="only these models (evaluated runs)")
+    p.set_defaults(func=cmd_release)
     p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
     p.set_defaults(func=None)
     return parser
