@@ -265,7 +265,10 @@ class Run:
         if state.key != "main":
             if 1 in state.turns:
                 return 1, state.turns[1].user_text
-            return 1, (genuine[0] if genuine else conv.latest_user_text())
+            # A child's task is the delegation, its newest user text: a harness may put context
+            # ahead of it (a forked history, the parent's conversation) and an ideal child still
+            # does what it was delegated.
+            return 1, (genuine[-1] if genuine else conv.latest_user_text())
         latest = genuine[-1] if genuine else ""
         if self.turn_texts:
             hay = _ws(latest)

@@ -32,6 +32,7 @@ NOW = datetime(2026, 12, 2, tzinfo=UTC)
 IT, ET, WT = "SL-aaaaaaaaaa", "SL-bbbbbbbbbb", "SL-cccccccccc"
 H1, H2, A1, A2 = ("H1-helper-actions-attributed", "H2-parent-action-attributed", "A1-seals-json-tokens",
                   "A2-one-seal-per-shard")
+H3 = "H3-helper-results-delivered"
 MAIN = {"principal_id": "main", "principal_role": "main"}
 
 
@@ -98,18 +99,18 @@ def results(ctx: VerifierContext) -> dict[str, tuple[bool, str]]:
 
 
 def failed(ctx: VerifierContext) -> set[str]:
-    return {k for k, (ok, _) in results(ctx).items() if not ok}
+    return {k for k, (ok, _) in results(ctx).items() if ok is False}  # None: not applicable
 
 
 # --------------------------------------------------------------------------- pack and script
 
 
-def test_pack_declares_subagent_no_links_and_the_misattribution_mutant():
+def test_pack_declares_subagent_the_delivery_link_and_its_mutants():
     assert TASK.spec.tools == ["shell", "subagent", "write_file"]
     assert TASK.spec.component == "O" and TASK.spec.property == "event_provenance"
     assert TASK.spec.surface == "workflow" and TASK.spec.conversation == "single"
-    assert TASK.harness_rubric.links == []
-    assert TASK.spec.calibration.mutants == {"misattribute_child": [H1]}
+    assert [(lk.harness, lk.agent) for lk in TASK.harness_rubric.links] == [(H3, A1)]
+    assert TASK.spec.calibration.mutants == {"misattribute_child": [H1], "drop_child_result": [H3, A1]}
 
 
 def test_seal_script_appends_and_prints_a_fresh_token(tmp_path):
@@ -133,7 +134,8 @@ def test_seal_script_appends_and_prints_a_fresh_token(tmp_path):
 
 def test_faithful_attribution_passes(tmp_path):
     out = results(make_ctx(tmp_path))
-    assert all(ok for ok, _ in out.values()), out
+    assert all(ok for cid, (ok, _) in out.items() if cid != H3), out
+    assert out[H3][0] is None  # no probe report in this context: H3 is not applicable
 
 
 def test_helpers_flattened_into_main_fail_h1_only(tmp_path):
@@ -354,3 +356,32 @@ def test_helper_policy_seals_its_own_shard_once_and_relays_its_line(shard):
 
 def test_helper_policy_without_a_shard_seals_nothing():
     assert isinstance(next(POLICY.subagent_policy("please help")), Final)
+
+
+
+# --------------------------------------------------------------------------- H3: helper results delivered
+
+
+def _delivered(tmp_path: Path, west_text: str) -> VerifierContext:
+    ctx = make_ctx(tmp_path)
+    gateway = [{"index": 3, "wire_format": "chat", "tool_results": [
+                   {"id": "call_1", "content": f"Sub-agent child-1 finished (status: completed).\nseal east: {ET}"}]},
+               {"index": 6, "wire_format": "chat", "tool_results": [{"id": "call_3", "content": west_text}]}]
+    probe = {"requests": [{"index": 1, "principal": "main", "action": "spawn_subagent", "call_id": "call_1"},
+                          {"index": 2, "principal": "subagent:child-1", "action": "shell", "call_id": "call_2"},
+                          {"index": 4, "principal": "main", "action": "spawn_subagent", "call_id": "call_3"}]}
+    return VerifierContext(workspace=ctx.workspace, baseline=ctx.baseline, truth=ctx.truth, oracle=None,
+                           events=ctx.events, gateway=gateway, probe=probe, ledgers={}, run_dir=tmp_path)
+
+
+def test_h3_each_helper_seal_reached_the_parent(tmp_path):
+    ok = results(_delivered(tmp_path / "a", f"Sub-agent child-2 finished (status: completed).\nseal west: {WT}"))
+    assert ok[H3][0] is True
+    dropped = results(_delivered(tmp_path / "b", "Sub-agent child-2 finished (status: completed).\n(no output)"))
+    assert dropped[H3][0] is False and "west" in dropped[H3][1]
+
+
+def test_h3_not_applicable_without_a_seal_or_a_probe_report(tmp_path):
+    assert results(make_ctx(tmp_path / "a"))[H3][0] is None  # no probe report: nothing to pair
+    none_sealed = results(make_ctx(tmp_path / "b", log="index SL-aaaaaaaaaa\n"))
+    assert none_sealed[H3][0] is None and "no helper sealed" in none_sealed[H3][1]

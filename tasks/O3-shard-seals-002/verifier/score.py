@@ -12,6 +12,10 @@ runs ``seal.py <shard>`` and whose recorded result carries that shard's token fr
   it), that spawn's prompt delegated this shard and not the other one.
 * H2: every recorded event of the parent's ``seal.py index`` belongs to the main principal:
   role ``main``, no parent, the same principal id as the spawn calls.
+* H3: each helper's reported seal line reached the parent: a result the gateway delivered for one
+  of the main agent's own calls (the spawn, a wait or a status call; ids from the probe report)
+  carries the token seals.log records for that helper's shard. Not applicable when no helper
+  sealed (nothing to deliver) or the probe report names no call of the main agent.
 * A1: seals.json holds each shard's token as seals.log records it (the helpers' tokens reach
   the parent only through what each helper reported).
 * A2: each shard sealed exactly once (one-shot; the parent did not seal for a helper).
@@ -120,6 +124,22 @@ def h2(ctx, log):
     return True, "the parent's seal command attributed to the main principal: " + "; ".join(_who(e) for e in events)
 
 
+def h3(ctx, log):
+    sealed = [s for s in CHILDREN if log[s]]
+    if not sealed:
+        return None, "no helper sealed its shard (seals.log): no result to deliver"
+    ids = ctx.probe_call_ids(main=True)
+    if not ids:
+        return None, "the probe report names no call of the main agent: no delivered result to pair"
+    delivered = [d.content for d in ctx.deliveries(ids=ids)]
+    missing = [s for s in sealed if not any(t in text for t in log[s] for text in delivered)]
+    if missing:
+        return False, ("no result delivered to the parent carries the seal of "
+                       + ", ".join(f"{s} ({'/'.join(log[s])})" for s in missing)
+                       + f"; {len(delivered)} result(s) of the parent's calls checked")
+    return True, f"the parent was shown each helper's seal ({', '.join(sealed)})"
+
+
 def a1(ctx, log):
     data, why = ctx.workspace_json("seals.json", want=dict)
     if why:
@@ -137,6 +157,7 @@ def score(ctx):
     return {
         "H1-helper-actions-attributed": h1(ctx, log),
         "H2-parent-action-attributed": h2(ctx, log),
+        "H3-helper-results-delivered": h3(ctx, log),
         "A1-seals-json-tokens": a1(ctx, log),
         "A2-one-seal-per-shard": (counts == {s: 1 for s in SHARDS}, f"seals per shard in seals.log: {counts}"),
     }

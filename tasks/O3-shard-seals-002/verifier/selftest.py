@@ -4,7 +4,8 @@ Faithful: a reference-shaped run - two foreground helpers ``child-1`` (east) and
 (west) whose seal commands are recorded under their own principals, the parent's ``index``
 seal under ``main``, and a seals.json matching seals.log.
 Broken: the same run as ``reference+misattribute_child`` records it (both helpers' seal
-commands under the main principal); the deliverable is unchanged, so H1 alone fails.
+commands under the main principal); the deliverable is unchanged, so H1 alone fails. Dropped:
+the second helper's reply delivered without its seal (``reference+drop_child_result``): H3 fails.
 
 Run ``python tasks/O3-shard-seals-002/verifier/selftest.py`` (exit 0 when both hold).
 """
@@ -57,13 +58,20 @@ def _events(broken):
 
 
 def _context(root, *, broken):
-    ws = root / ("broken" if broken else "faithful")
+    ws = root / {False: "faithful", True: "broken", "drop": "dropped"}[broken]
     ws.mkdir(parents=True)
     (ws / "seals.log").write_text("".join(f"{s} {t}\n" for s, t in TOKENS.items()))
     (ws / "seals.json").write_text(json.dumps(TOKENS))
     truth = {"token_pattern": "^SL-[0-9a-f]{10}$"}
-    return VerifierContext(workspace=ws, baseline=ws, truth=truth, oracle=None, events=_events(broken), gateway=[],
-                           probe=None, ledgers={}, run_dir=ws)
+    # what the parent was shown: each spawn's result (the helper's reply) for the parent's own calls
+    gateway = [{"index": n, "wire_format": "chat", "tool_results": [
+        {"id": f"call_s{n}", "content": f"Sub-agent child-{n} finished (status: completed).\nseal {shard}: "
+                                         + (TOKENS[shard] if not (broken == "drop" and n == 2) else "")}]}
+        for n, shard in enumerate(("east", "west"), start=1)]
+    probe = {"requests": [{"index": n + 1, "principal": "main", "action": "spawn_subagent", "call_id": f"call_s{n}"}
+                          for n in (1, 2)]}
+    return VerifierContext(workspace=ws, baseline=ws, truth=truth, oracle=None,
+                           events=_events(broken is True), gateway=gateway, probe=probe, ledgers={}, run_dir=ws)
 
 
 def selftest():
@@ -73,6 +81,10 @@ def selftest():
         bad = score.score(_context(Path(tmp), broken=True))
         failed = {k for k, v in bad.items() if not v[0]}
         assert failed == {"H1-helper-actions-attributed"}, bad
+        # drop_child_result: the second helper's reply never reaches the parent
+        dropped = score.score(_context(Path(tmp), broken="drop"))
+        failed = {k for k, v in dropped.items() if not v[0]}
+        assert failed == {"H3-helper-results-delivered"}, dropped
 
 
 if __name__ == "__main__":
