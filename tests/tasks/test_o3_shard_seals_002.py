@@ -385,3 +385,14 @@ def test_h3_not_applicable_without_a_seal_or_a_probe_report(tmp_path):
     assert results(make_ctx(tmp_path / "a"))[H3][0] is None  # no probe report: nothing to pair
     none_sealed = results(make_ctx(tmp_path / "b", log="index SL-aaaaaaaaaa\n"))
     assert none_sealed[H3][0] is None and "no helper sealed" in none_sealed[H3][1]
+
+
+
+def test_h3_a_user_role_notification_counts(tmp_path):
+    """Codex hands a finished child's reply to the parent as <subagent_notification> user text."""
+    ctx = _delivered(tmp_path, '{"agent_id": "x"}')
+    note = f'<subagent_notification>\n{{"status":{{"completed":"seal west: {WT}"}}}}\n</subagent_notification>'
+    gateway = [*ctx.gateway, {"index": 7, "wire_format": "responses", "tool_results": [], "last_user_text": note}]
+    ctx2 = VerifierContext(workspace=ctx.workspace, baseline=ctx.baseline, truth=ctx.truth, oracle=None,
+                           events=ctx.events, gateway=gateway, probe=ctx.probe, ledgers={}, run_dir=tmp_path)
+    assert results(ctx)[H3][0] is False and results(ctx2)[H3][0] is True

@@ -13,8 +13,9 @@ runs ``seal.py <shard>`` and whose recorded result carries that shard's token fr
 * H2: every recorded event of the parent's ``seal.py index`` belongs to the main principal:
   role ``main``, no parent, the same principal id as the spawn calls.
 * H3: each helper's reported seal line reached the parent: a result the gateway delivered for one
-  of the main agent's own calls (the spawn, a wait or a status call; ids from the probe report)
-  carries the token seals.log records for that helper's shard. Not applicable when no helper
+  of the main agent's own calls (the spawn, a wait or a status call; ids from the probe report),
+  or a user-role notification (the request's newest user text), carries the token seals.log
+  records for that helper's shard. Not applicable when no helper
   sealed (nothing to deliver) or the probe report names no call of the main agent.
 * A1: seals.json holds each shard's token as seals.log records it (the helpers' tokens reach
   the parent only through what each helper reported).
@@ -132,11 +133,14 @@ def h3(ctx, log):
     if not ids:
         return None, "the probe report names no call of the main agent: no delivered result to pair"
     delivered = [d.content for d in ctx.deliveries(ids=ids)]
-    missing = [s for s in sealed if not any(t in text for t in log[s] for text in delivered)]
+    # a harness may also hand a finished child's reply to the parent as a user-role notification
+    # (Codex: <subagent_notification>); a child's own user text never carries a sibling's seal
+    notices = [as_text(r.get("last_user_text")) for r in ctx.gateway]
+    missing = [s for s in sealed if not any(t in text for t in log[s] for text in delivered + notices)]
     if missing:
-        return False, ("no result delivered to the parent carries the seal of "
+        return False, ("no result or notification delivered to the parent carries the seal of "
                        + ", ".join(f"{s} ({'/'.join(log[s])})" for s in missing)
-                       + f"; {len(delivered)} result(s) of the parent's calls checked")
+                       + f"; {len(delivered)} result(s) of the parent's calls and {len(notices)} user text(s) checked")
     return True, f"the parent was shown each helper's seal ({', '.join(sealed)})"
 
 
