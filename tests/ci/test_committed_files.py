@@ -61,3 +61,19 @@ def test_probe_baseline_records_the_current_reference_harness() -> None:
     assert current.endswith(f"+src.{source_digest()}")
     recorded = load(BASELINE).harness_versions["reference"]
     assert recorded == current, f"baseline has reference {recorded}, the source is {current}: {UPDATE}"
+
+
+def test_the_suite_table_lists_every_pack_with_its_taxonomy() -> None:
+    import re
+
+    from tracetrial.taxonomy import COMPONENTS
+
+    rows = {}
+    for line in (REPO / "tasks" / "README.md").read_text(encoding="utf-8").splitlines():
+        if re.match(r"\| `[CEGLOTV][0-9]-", line):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0].strip("`")] = cells
+    packs = [p for p in discover(REPO / "tasks") if isinstance(p, TaskPack)]
+    assert set(rows) == {p.id for p in packs}
+    for pack in packs:
+        assert rows[pack.id][1:4] == [COMPONENTS[pack.spec.component], pack.spec.property, pack.spec.surface], pack.id
