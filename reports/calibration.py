@@ -79,7 +79,7 @@ def _failed(path: Path) -> tuple[bool, set[str]] | None:
     return None if cell is None else (cell.admitted, set(cell.failed))
 
 
-def features_used(cell_root: Path) -> set[str]:
+def features_used(cell: RunPaths) -> set[str]:
     """Which mutant-relevant features a cell's run used, read from its Trace IR (``events.json``)
     and ``result.json``: MCP tool calls, a sub-agent, an ask-user call, a policy denial, a
     second turn. The cross-check of pruning: a feature the faithful run used cannot be missing
@@ -88,7 +88,7 @@ def features_used(cell_root: Path) -> set[str]:
 
     used: set[str] = set()
     try:
-        events = json.loads((cell_root / "events.json").read_text(encoding="utf-8"))
+        events = json.loads(cell.events.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         events = []
     for ev in events if isinstance(events, list) else []:
@@ -105,7 +105,7 @@ def features_used(cell_root: Path) -> set[str]:
         if ev.get("event_type") == "policy_event" and ev.get("decision") == "deny":
             used.add("deny")
     try:
-        result = json.loads((cell_root / "result.json").read_text(encoding="utf-8"))
+        result = json.loads(cell.result.read_text(encoding="utf-8"))
         if len(result.get("turns") or []) > 1:
             used.add("resume")
     except (OSError, ValueError, AttributeError):
@@ -132,7 +132,7 @@ def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *
         report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(ref_failed), status,
                                           "" if not ref_failed else "the faithful harness must pass every criterion"))
         declared = task.spec.calibration.mutants
-        used = features_used(RunPaths.for_cell(output, task.id, model, "reference").root)
+        used = features_used(RunPaths.for_cell(output, task.id, model, "reference"))
         for mutant in mutant_list:
             variant = f"reference+{mutant}"
             expected = frozenset(declared.get(mutant, []))
