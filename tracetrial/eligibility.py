@@ -82,4 +82,10 @@ def eligibility(task: TaskPack, capabilities: HarnessCapabilities) -> tuple[Elig
         return "non_comparable", (
             f"the task's deny policy {perms.deny} must be applied by the harness's own permission "
             "system, which it lacks; enforcing it in the benchmark would change what is measured")
+    budgets = task.spec.budgets
+    if budgets.model_calls_binding and not capabilities.model_call_budget:
+        return "non_comparable", (
+            f"the task's model-call budget ({budgets.max_model_calls}) is below what the work needs "
+            "and must be applied by the harness, which has no model-call budget setting; enforcing "
+            "it in the benchmark would change what is measured")
     return "eligible", "; ".join(notes) or None

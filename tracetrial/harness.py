@@ -28,6 +28,11 @@ class HarnessCapabilities(BaseModel):
     subagents: bool = False
     ask_user: bool = False
     native_permissions: bool = False
+    #: The harness can be given a model-call budget and stops the run when it is used up (Claude
+    #: Code's ``--max-turns``, the reference's ``--max-model-calls``). True by default because an
+    #: agent loop with a step limit is the norm; adapters of harnesses without one say so, and a
+    #: task whose budget is its trigger (``budgets.model_calls_binding``) is then non-comparable.
+    model_call_budget: bool = True
     #: The harness confines its own commands with kernel namespaces (Codex's bundled
     #: bubblewrap); the docker backend then lets the container create namespaces.
     nested_sandbox: bool = False

@@ -48,6 +48,10 @@ class Budgets(StrictModel):
     max_tool_calls: int = Field(default=30, ge=1, le=300)
     max_model_calls: int = Field(default=40, ge=1, le=1000)
     wall_clock_s: int = Field(default=300, ge=10, le=5400)
+    model_calls_binding: bool = Field(default=False, description=(
+        "The model-call budget is below what the work needs, so the harness must apply it: it is "
+        "the task's trigger, not a cap. A harness that cannot be given a budget is non-comparable "
+        "on such a task (the benchmark enforcing it instead would change what is measured)."))
 
 
 class SimulatorSpec(StrictModel):

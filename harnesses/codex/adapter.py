@@ -119,6 +119,7 @@ class CodexAdapter(CliAdapter):
     #: ``exec``'s main turn ends, a still-running child's turn is aborted ("interrupted").
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
         mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True,
+        model_call_budget=False,  # exec has no turn/request limit (only token budgets for goals)
         nested_sandbox=True,
     )
     install_hint: ClassVar[str] = install_hint("codex")

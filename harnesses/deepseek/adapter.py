@@ -116,7 +116,8 @@ class DeepSeekAdapter(HarnessAdapter):
     name: ClassVar[str] = "deepseek"
     wire_format: ClassVar[WireFormat] = "chat"
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=False, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False
+        mcp=False, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False,
+        model_call_budget=False,  # neither cordis.yml nor the runtime exposes one
     )
     install_hint: ClassVar[str] = install_hint("deepseek")
 

@@ -187,7 +187,8 @@ class OpenClawAdapter(CliAdapter):
     #: docstring). ``ask_user`` is deferred too and waits for a human channel that a headless run
     #: does not have.
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=False
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=False,
+        model_call_budget=False,  # agent exec / --local take no request limit
     )
     #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
     _gateway_ports: ClassVar[dict[str, int]] = {}

@@ -58,3 +58,23 @@ def test_native_deny_policy_without_native_permissions_is_non_comparable(pack: T
     assert status == "non_comparable"
     assert reason is not None and "['rm -rf']" in reason
     assert eligibility(task, FULL)[0] == "eligible"
+
+
+def test_binding_model_call_budget_without_a_budget_setting_is_non_comparable(pack: TaskPack) -> None:
+    budgets = pack.spec.budgets.model_copy(update={"max_model_calls": 5, "model_calls_binding": True})
+    task = _task(pack, budgets=budgets)
+    status, reason = eligibility(task, FULL.model_copy(update={"model_call_budget": False}))
+    assert status == "non_comparable"
+    assert reason is not None and "model-call budget (5)" in reason and "no model-call budget setting" in reason
+    assert eligibility(task, FULL)[0] == "eligible"
+    # an ordinary budget is a cap, not a trigger: a harness without a budget setting stays eligible
+    plain = _task(pack, budgets=pack.spec.budgets.model_copy(update={"max_model_calls": 5}))
+    assert eligibility(plain, FULL.model_copy(update={"model_call_budget": False})) == ("eligible", None)
+
+
+def test_only_the_real_clis_without_a_budget_setting_lack_it() -> None:
+    from harnesses.registry import get_harness
+
+    lacking = {name for name in ("claude_code", "codex", "openclaw", "deepseek", "reference")
+               if not get_harness(name).capabilities.model_call_budget}
+    assert lacking == {"codex", "openclaw", "deepseek"}
