@@ -32,7 +32,10 @@ child (the Agent call's result or its ``task_notification``); the ones the strea
 are accounted as such.
 
 Usage: the ``result`` record's ``modelUsage`` (per model, every call of the process, sub-agents
-included) when it states every count, else its ``usage`` (the main agent's calls only).
+included) when it states every count, else its ``usage`` (the main agent's calls only). From 2.1.332
+a resumed process restores the session's running totals, so ``modelUsage`` and ``total_cost_usd``
+also count the earlier turns; such a record states ``model_usage_since_last_result`` (per model,
+every call since the session's previous ``result``), which is then the record's usage and cost.
 
 Every stdout and sub-agent transcript record is accounted (:mod:`harnesses.native`).
 """
@@ -80,9 +83,15 @@ SRC_SUBAGENT = f"native:{HARNESS}/subagent"
 #: ``native_event``); any other type is unknown to this normalizer (trace ``partial``).
 KNOWN_TYPES = {"system", "assistant", "user", "result", "stream_event", "rate_limit_event", "tool_progress",
                "auth_status", "tool_use_summary", "prompt_suggestion", "keep_alive"}
-#: Record types of a session/sub-agent transcript this normalizer knows.
+#: Transcript records of a model request as the harness built it (new in 2.1.332):
+#: ``api-request-shape`` its system text and tool declarations, ``api-request-blob`` one message by
+#: hash, ``api-request`` the parameters and the hashes of the messages it sent.
+REQUEST_TYPES = {"api-request", "api-request-blob", "api-request-shape"}
+#: Record types of a session/sub-agent transcript this normalizer knows (``atis-latch``,
+#: ``cost-state`` and ``tools-used`` are 2.1.332's session bookkeeping).
 TRANSCRIPT_TYPES = {"user", "assistant", "attachment", "system", "summary", "progress", "file-history-snapshot",
-                    "queue-operation"}
+                    "queue-operation", "last-prompt", "mode", "atis-latch", "cost-state", "tools-used",
+                    *REQUEST_TYPES}
 #: Task types of a sub-agent (a principal); other tasks (``local_bash`` …) are the parent's processes.
 AGENT_TASK_TYPES = {"local_agent", "remote_agent", "in_process_teammate"}
 
@@ -186,6 +195,7 @@ class _Normalizer(TraceBuilder):
         self.task_to_call: dict[str, str] = {}  # task id -> the tool_use_id that started it
         self.task_type: dict[str, str] = {}  # task id -> its native task_type
         self.notified: dict[str, int] = {}
+        self.usage_turns: set[int] = set()  # turns that have a usage event of a ``result`` record
         self.subagents = subagents
         #: Agent call id -> sub-agent transcript lines the stream does not carry (emitted when it closes).
         self.pending: dict[str, list[tuple[_Subagent, _Line]]] = {}
@@ -224,6 +234,11 @@ class _Normalizer(TraceBuilder):
                     if data is None:
                         self.ledger.context(f"unparseable sub-agent transcript line ({line.error})")
                         self.degrade(f"{line.file} line {line.no}: {line.error}")
+                    elif data.get("type") in REQUEST_TYPES:
+                        # what the sub-agent sent, as the harness recorded it: the exchange's
+                        # request side, which the gateway records itself (the replies are mapped)
+                        self.ledger.context(f"sub-agent transcript {record_type(data)} record (a model request "
+                                            "as the harness recorded it; the gateway records the request)")
                     elif key is None:
                         self.ledger.context(f"sub-agent transcript {record_type(data)} record (context, "
                                             "not part of the model exchange)")
@@ -307,7 +322,7 @@ class _Normalizer(TraceBuilder):
                 NativeDiagnosticEvent(
                     **env,
                     diagnostic_type="api_error_message",
-                    detail={"error": data.get("error"), "text": _message_text(msg)},
+                    detail={"error": data.get("error"), "text": _message_text(msg), **_api_error(data)},
                 )
             )
             return
@@ -358,15 +373,21 @@ class _Normalizer(TraceBuilder):
 
     def _on_result(self, turn: int, line: _Line, data: dict[str, Any]) -> None:
         env = self._env(turn, line, data, principal=MAIN)
-        usage = _result_usage(data)
+        usage, cost = _result_usage(data)
+        if data.get("model_usage_since_last_result") == {} and turn in self.usage_turns:
+            # A later result of the turn with no call since the previous one (a background
+            # sub-agent's second result, 2.1.332): that one reported the calls; zeros here would
+            # read as the turn's usage to whoever takes a turn's last aggregate.
+            usage = None
         if usage is not None:
+            self.usage_turns.add(turn)
             self.events.append(
                 TokenUsageEvent(
                     **env,
                     usage=usage,
                     usage_scope="turn",
                     usage_aggregate=True,
-                    reported_cost_usd=data.get("total_cost_usd"),
+                    reported_cost_usd=cost,
                 )
             )
         for denial in data.get("permission_denials") or []:
@@ -392,7 +413,8 @@ class _Normalizer(TraceBuilder):
                 NativeDiagnosticEvent(
                     **env,
                     diagnostic_type="result_error",
-                    detail={k: data.get(k) for k in ("subtype", "terminal_reason", "api_error_status", "result")},
+                    detail={**{k: data.get(k) for k in ("subtype", "terminal_reason", "api_error_status", "result")},
+                            **_api_error(data)},
                 )
             )
         else:
@@ -486,17 +508,55 @@ class _Normalizer(TraceBuilder):
         )
 
 
-def _result_usage(data: dict[str, Any]) -> TokenUsage | None:
-    """A ``result`` record's usage: the per-model ``modelUsage`` summed (every call of the
-    process, sub-agents included) when each model states every count, else ``usage`` (the
-    main agent's calls only)."""
+def _api_error(data: dict[str, Any]) -> dict[str, Any]:
+    """The structured error fields a record states (2.1.332 puts ``api_error_status`` and
+    ``api_error_type`` on the synthetic error message too); absent ones are not invented."""
+    return {k: data[k] for k in ("api_error_status", "api_error_type") if k in data}
+
+
+#: The counts of one model in ``modelUsage`` / ``model_usage_since_last_result``.
+_MODEL_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
+
+
+def _models_usage(models: list[dict[str, Any]]) -> TokenUsage | None:
+    """Per-model counts summed (none: all zero); ``None`` unless each model states every count.
+    ``thinkingTokens`` (2.1.332; part of the output tokens) is the reasoning count when every
+    model states it, else not reported."""
+    if not all(isinstance(m.get(k), int) for m in models for k in _MODEL_KEYS):
+        return None
+    total = {k: sum(int(m[k]) for m in models) for k in _MODEL_KEYS}
+    thinking = [m.get("thinkingTokens") for m in models]
+    return TokenUsage(input_tokens=total["inputTokens"], output_tokens=total["outputTokens"],
+                      cache_read_tokens=total["cacheReadInputTokens"],
+                      cache_write_tokens=total["cacheCreationInputTokens"],
+                      reasoning_tokens=sum(int(t) for t in thinking if isinstance(t, int))
+                      if all(isinstance(t, int) for t in thinking) else None)
+
+
+def _result_usage(data: dict[str, Any]) -> tuple[TokenUsage | None, float | None]:
+    """A ``result`` record's usage and reported cost.
+
+    With ``model_usage_since_last_result`` (2.1.332): its models summed (the calls since the
+    session's previous result, sub-agents included; none named: no call, all zero) and their
+    ``costUSD``; ``modelUsage`` and ``total_cost_usd`` are then the session's running totals,
+    which on a resumed process count the earlier turns again. Without it: ``modelUsage`` summed
+    (every call of the process, sub-agents included) and ``total_cost_usd``. Failing those: the
+    record's ``usage`` (the main agent's calls of the process only)."""
+    since = data.get("model_usage_since_last_result")
+    if isinstance(since, dict):
+        models = [m for m in since.values() if isinstance(m, dict)]
+        usage = _models_usage(models)
+        if usage is not None:
+            costs = [c for m in models if isinstance(c := m.get("costUSD"), (int, float))]
+            return usage, float(sum(costs)) if len(costs) == len(models) else None
+        return _main_usage(data), None  # the running total_cost_usd is no cost of this result
     models = [m for m in _obj(data.get("modelUsage")).values() if isinstance(m, dict)]
-    keys = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
-    if models and all(isinstance(m.get(k), int) for m in models for k in keys):
-        total = {k: sum(int(m[k]) for m in models) for k in keys}
-        return TokenUsage(input_tokens=total["inputTokens"], output_tokens=total["outputTokens"],
-                          cache_read_tokens=total["cacheReadInputTokens"],
-                          cache_write_tokens=total["cacheCreationInputTokens"])
+    usage = _models_usage(models) if models else None
+    return usage if usage is not None else _main_usage(data), data.get("total_cost_usd")
+
+
+def _main_usage(data: dict[str, Any]) -> TokenUsage | None:
+    """A ``result`` record's ``usage``: the main agent's calls of the process."""
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return None

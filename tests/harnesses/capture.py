@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import resource
 import shutil
 import sys
@@ -32,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from harnesses.base import (
     HarnessAdapter,
@@ -87,7 +88,7 @@ RESUME = SessionBoundary(kind="resume", history_replayed=True, workspace_preserv
 
 def cases(harness: str) -> dict[str, Case]:
     """The capture cases of one harness (the same scenarios for both CLIs where they apply)."""
-    probe = {"via": "probe"}
+    probe: dict[str, Any] = {"via": "probe"}
     out = {
         "tool_roundtrip": Case([("Show me notes.txt.", None)], **probe),
         "nonzero_exit": Case([("Run the build with python3 build.py.", None)], **probe),
@@ -267,7 +268,10 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
         )
 
     run_id = f"golden-{base.replace('_', '-')}-{name.replace('_', '-')}"
-    with tempfile.TemporaryDirectory(prefix=f"tt-golden-{harness}-") as tmp:
+    # A named version's ``@`` and ``.`` become ``_``: the snapshots mask the scratch folder by a
+    # word-character pattern (``/tmp/tt-golden-<harness>-<random>``), which they would break.
+    scratch = re.sub(r"\W", "_", harness)
+    with tempfile.TemporaryDirectory(prefix=f"tt-golden-{scratch}-") as tmp:
         ctx, _, served = run_case(
             adapter,
             case,

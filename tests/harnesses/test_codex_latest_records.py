@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harnesses.codex.normalize import SRC_ROLLOUT
-from tests.harnesses.conftest import golden_cases, load_golden
+from tests.harnesses.conftest import load_golden
+from tests.harnesses.latest_records import (
+    assert_complete_and_accounted,
+    assert_latest_cover_the_pinned_flows,
+    latest_cases,
+    pinned_cases,
+)
 from tests.harnesses.test_codex_normalize import run
-from tests.harnesses.test_record_accounting import assert_accounted, normalize
+from tests.harnesses.test_record_accounting import normalize
 from tracetrial.trace import NativeDiagnosticEvent, TokenUsageEvent, ToolEvent
 
 VERSION = "0.171.0"
-LATEST = [c for c in golden_cases("codex") if c.endswith(f"@{VERSION}")]
-PINNED = [c for c in golden_cases("codex") if "@" not in c]
+LATEST = latest_cases("codex", VERSION)
+PINNED = pinned_cases("codex")
 
 
-def usage_records(case: str) -> list[tuple[str, int, dict]]:
+def usage_records(case: str) -> list[tuple[str, int, dict[str, Any]]]:
     """(rollout file, line, payload) of every ``token_usage_record`` of a capture."""
     g = load_golden("codex", case)
     out = []
@@ -39,27 +46,15 @@ def usage_records(case: str) -> list[tuple[str, int, dict]]:
     return out
 
 
-def test_the_latest_captures_are_of_that_version_and_cover_the_pinned_flows():
-    assert LATEST, "no golden capture of codex@0.171.0"
-    assert sorted(c.partition("@")[0] for c in LATEST) == sorted(PINNED)
-    for case in LATEST:
-        meta = load_golden("codex", case).meta
-        assert (meta["version"], meta["named_version"]) == (VERSION, f"codex@{VERSION}")
+def test_the_latest_captures_are_of_that_version_and_cover_the_pinned_flows() -> None:
+    assert_latest_cover_the_pinned_flows("codex", VERSION)
     assert sum(len(usage_records(c)) for c in LATEST) > 0
     assert all(not usage_records(c) for c in PINNED)  # a record type new in 0.171
 
 
 @pytest.mark.parametrize("case", LATEST)
 def test_latest_trace_is_complete_and_every_record_accounted(case: str) -> None:
-    g = load_golden("codex", case)
-    trace = normalize(g)
-    assert_accounted(g, trace)
-    acc = trace.accounting
-    assert acc is not None and not acc.problems()
-    assert not [r for r in acc.records if r.unknown_type]
-    assert trace.structured_trace_status == "complete" and trace.trace_complete
-    assert not [e for e in trace.events if isinstance(e, NativeDiagnosticEvent)
-                and e.diagnostic_type in ("unknown_record_type", "unaccounted_record")]
+    assert_complete_and_accounted(load_golden("codex", case))
 
 
 @pytest.mark.parametrize("case", [c for c in LATEST if usage_records(c)])
