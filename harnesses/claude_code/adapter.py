@@ -5,11 +5,18 @@ Per turn::
     claude -p --output-format stream-json --verbose --model <alias>
            (--session-id <uuid> | --resume <id>)
            (--dangerously-skip-permissions | --allowedTools mcp__<server> ...)
-           [--mcp-config <home>/tt-mcp.json --strict-mcp-config] -- <text>   </dev/null
+           [--mcp-config <home>/tt-mcp.json --strict-mcp-config]
+           --max-turns <budget left> -- <text>   </dev/null
 
 with a clean environment: per-run ``HOME``/``TMPDIR``/``CLAUDE_CODE_TMPDIR`` inside
 ``ctx.home``, the gateway as ``ANTHROPIC_BASE_URL`` with the gateway key, every model
 alias routed to the run's model, no non-essential traffic and one retry at most.
+
+The task's model-call budget (``budgets.max_model_calls``) is Claude Code's ``--max-turns``: on
+2.1.220 one turn is one main-agent model request (whatever number of tool calls it carries); after
+the N-th it runs that response's tools and stops (``result`` subtype ``error_max_turns``,
+``is_error`` true, exit 1). The budget is the run's, so each turn gets what the earlier turns left
+(:func:`model_calls_used`); at least 1, since ``--max-turns 0`` means no limit.
 """
 
 from __future__ import annotations
@@ -46,6 +53,29 @@ MODEL_ENV_VARS = (
     "ANTHROPIC_DEFAULT_HAIKU_MODEL",
     "CLAUDE_CODE_SUBAGENT_MODEL",
 )
+
+
+def model_calls_used(native: Path, before: int) -> int:
+    """The main agent's model requests in the run's turns before ``before``: the distinct
+    ``message.id`` of the ``assistant`` lines without ``parent_tool_use_id`` in each
+    ``turn-<k>.stdout`` (stream-json writes one line per content block of a response, all with
+    the response's id; a sub-agent's lines carry the spawning call's id)."""
+    ids: set[str] = set()
+    for files in turn_files(native, list(range(1, before))) if before > 1 else []:
+        for line in read_jsonl(files.stdout):
+            data = line.data or {}
+            message = data.get("message")
+            if (data.get("type") == "assistant" and not data.get("parent_tool_use_id")
+                    and isinstance(message, dict) and message.get("id")):
+                ids.add(f"{files.index}:{message['id']}")
+    return len(ids)
+
+
+def max_turns(ctx: RunContext, turn: TurnContext) -> int:
+    """``--max-turns`` for this turn: the task's model-call budget less the calls already used
+    (never below 1: Claude Code reads 0 as unlimited)."""
+    used = model_calls_used(ctx.paths.native, turn.index)
+    return max(ctx.task.spec.budgets.max_model_calls - used, 1)
 
 
 #: Tools pre-approved in native permission mode (the task's deny rules still apply).
@@ -133,6 +163,8 @@ class ClaudeCodeAdapter(CliAdapter):
             *session_flags,
             *self._permission_flags(ctx),
             *self._mcp_flags(ctx),
+            "--max-turns",
+            str(max_turns(ctx, turn)),
             "--",
             turn.user_text,
         ]
