@@ -1,7 +1,7 @@
 """Task × harness heatmap of the effective score S (PNG, matplotlib Agg backend).
 
 Each cell is the mean effective ``S`` (0–100, after hard gates) of the measured
-runs of that task and harness, i.e. over models when several were run. Cells
+runs of that task and harness, i.e. over models (and repetitions) when several were run. Cells
 without a measured run are grey and marked ``n/a``.
 """
 
@@ -26,12 +26,16 @@ class HeatmapData:
 
 
 def heatmap_data(summary: CorpusSummary) -> HeatmapData:
-    """Collect the per-cell means from the summary's cell list (pure)."""
+    """Collect the per-cell means from the summary's cell list (pure). The calibration instrument
+    is left out unless the summary pooled it (``--include-calibration``)."""
+    with_calibration = summary.calibration is not None and summary.calibration.included_in_pools
     sums: dict[tuple[str, str], list[float]] = {}
     tasks: set[str] = set()
     harnesses: set[str] = set()
     models: set[str] = set()
     for c in summary.cells:
+        if c.calibration and not with_calibration:
+            continue
         tasks.add(c.task_id)
         harnesses.add(c.harness)
         if c.status == "measured" and c.effective_score is not None:

@@ -12,9 +12,10 @@ from html import escape
 from urllib.parse import quote
 
 from reports.schema import CellRow, CorpusSummary
-from reports.tables import NA, Table, all_tables, component_label, f1
+from reports.tables import NA, Table, all_tables, component_label, f1, has_named_versions
 
-_CSS = """
+#: The report's stylesheet (inline; the drill-down pages use it too).
+REPORT_CSS = """
 :root { --fg:#1d2330; --muted:#5b6475; --line:#d8dde6; --head:#eef1f6; --zebra:#f8f9fb; --accent:#2952a3; }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
@@ -52,6 +53,12 @@ details[open] { padding-bottom:10px; }
 summary { cursor:pointer; }
 img.heatmap { max-width:100%; height:auto; border:1px solid var(--line); }
 ul.problems { color:#8f1c1c; font-size:13px; }
+.diag { color:#6b4a00; font-style:italic; }
+td.links a.page { font-weight:600; }
+td.grid { white-space:nowrap; }
+td.grid a { display:inline-block; min-width:42px; margin:1px 2px; padding:0 4px; border-radius:3px; color:#111;
+            text-decoration:none; text-align:right; font-variant-numeric:tabular-nums; }
+td.grid a:hover { outline:1px solid var(--accent); }
 """
 
 
@@ -76,7 +83,7 @@ def table_html(t: Table) -> str:
         out.append(f"<thead><tr>{heads}</tr></thead>")
     out.append("<tbody>")
     for r, row in enumerate(t.rows):
-        total = ' class="total"' if row and row[0] == "All" else ""
+        total = ' class="total"' if t.key != "headline" and row and row[0] in ("All", "All calibration") else ""
         cells = []
         for c, text in enumerate(row):
             classes = []
@@ -98,16 +105,37 @@ def table_html(t: Table) -> str:
 
 
 def _href(path: str, leaf: str = "") -> str:
-    return escape(quote(f"../{path}/{leaf}", safe="/+-_.=~"))
+    return escape(quote(f"../{path}/{leaf}", safe="/+-_.=~@"))
 
 
-def _cell_row(c: CellRow) -> str:
+def _page_href(c: CellRow) -> str:
+    """The cell's drill-down page (relative to report.html), else its archive folder."""
+    return escape(quote(c.page, safe="/+-_.=~@")) if c.page else _href(c.path)
+
+
+def _ids(c: CellRow) -> str:
+    """Core ids not passed, then the diagnostic ones marked as such (``?``: unscored)."""
+    core = [escape(i + ("?" if i in c.unscored else "")) for i in c.failed]
+    diag = [escape(i) for i in c.diagnostic_failed] + [escape(i + "?") for i in c.diagnostic_unscored]
+    out = ", ".join(core)
+    if diag:
+        out += (" " if out else "") + f'<span class="diag">diagnostic: {", ".join(diag)}</span>'
+    return out
+
+
+def _cell_row(c: CellRow, versions: bool, repeats: bool) -> str:
     links = f'<a href="{_href(c.path)}">folder</a>'
     if c.status in ("measured", "apparatus_invalid"):
         links += f'<a href="{_href(c.path, "artifacts/llm_judge/combined_score.json")}">combined_score.json</a>'
     links += f'<a href="{_href(c.path, "events.json")}">events.json</a>'
+    if c.page:
+        links = f'<a class="page" href="{_page_href(c)}">criteria page</a>' + links
     lead = (f"<tr><td>{escape(c.task_id)}</td><td title=\"{escape(component_label(c.component))}\">"
             f"{escape(c.component)}</td><td>{escape(c.model)}</td>")
+    if versions:
+        lead += f"<td>{escape(c.harness_version or NA)}</td>"
+    if repeats:
+        lead += f'<td class="num">{c.repetition}</td>'
     if c.status != "measured":
         detail = f'<span class="status-{c.status}">{escape(c.status)}</span>: {escape(c.reason or "")}'
         return (f'{lead}<td class="num">{NA}</td><td class="num">{NA}</td><td class="num">{NA}</td>'
@@ -116,7 +144,7 @@ def _cell_row(c: CellRow) -> str:
     gated = " (gated)" if c.S is not None and c.effective_score is not None and c.effective_score < c.S else ""
     return (f'{lead}<td class="num">{f1(c.S_H)}</td><td class="num">{f1(c.S_A)}</td>'
             f'<td class="num heat"{heat}>{f1(c.effective_score)}{gated}</td>'
-            f"<td>{escape(c.label or '')}</td><td class=\"ids\">{escape(', '.join(c.failed))}</td>"
+            f"<td>{escape(c.label or '')}</td><td class=\"ids\">{_ids(c)}</td>"
             f'<td class="links">{links}</td></tr>')
 
 
@@ -124,32 +152,81 @@ def _cell_row(c: CellRow) -> str:
 OPEN_CELLS_UP_TO = 200
 
 
-def _cell_order(c: CellRow) -> tuple[int, str, str]:
-    return ("CEGLOTV?".find(c.component), c.task_id, c.model)
+def _cell_order(c: CellRow) -> tuple[int, str, str, int]:
+    return ("CEGLOTV?".find(c.component), c.task_id, c.model, c.repetition)
+
+
+def _harness_order(summary: CorpusSummary) -> list[str]:
+    """Evaluated harnesses first, then the calibration instrument (reference, then its mutants)."""
+    cal = {c.harness for c in summary.cells if c.calibration}
+    names = sorted({c.harness for c in summary.cells})
+    return ([h for h in names if h not in cal]
+            + sorted((h for h in names if h in cal), key=lambda h: (h.partition("+")[2] != "", h)))
 
 
 def cells_html(summary: CorpusSummary) -> str:
-    """Per-cell tables, one collapsible block per harness (open for small corpora)."""
+    """Per-cell tables, one collapsible block per harness (open for small corpora); evaluated
+    harnesses first, then the calibration instrument."""
     by_harness: dict[str, list[CellRow]] = {}
     for c in summary.cells:
         by_harness.setdefault(c.harness, []).append(c)
+    versions = has_named_versions(summary)
+    repeats = summary.repeats is not None
     intro = ('<p class="caption">Every task × model cell per harness, with links into the run archive '
              "(relative to this page). S_H, S_A in 0–50; S after hard gates in 0–100. "
-             "Failed = not-passed criterion ids (unscored included).</p>")
+             "Not passed = core criterion ids that did not pass (? = unscored), then the diagnostic "
+             "criteria that did not (in no score). A cell with one has a criteria page: each criterion's "
+             "statement, verdict, reason, evidence and the Trace IR events it cites.</p>")
     out = ['<h2 id="cells">Cells</h2>', intro]
-    head = ('<thead><tr><th>Task</th><th>Comp.</th><th>Model</th><th class="num">S_H</th>'
-            '<th class="num">S_A</th><th class="num">S</th><th>Label</th><th>Failed criteria</th>'
-            "<th>Archive</th></tr></thead>")
+    head = ('<thead><tr><th>Task</th><th>Comp.</th><th>Model</th>' + ("<th>Version</th>" if versions else "")
+            + ('<th class="num">Rep.</th>' if repeats else "")
+            + '<th class="num">S_H</th><th class="num">S_A</th><th class="num">S</th><th>Label</th>'
+            "<th>Not passed</th><th>Archive</th></tr></thead>")
     opened = " open" if len(summary.cells) <= OPEN_CELLS_UP_TO else ""
-    for harness in sorted(by_harness):
+    for harness in _harness_order(summary):
         rows = sorted(by_harness[harness], key=_cell_order)
         measured = sum(1 for c in rows if c.status == "measured")
-        out.append(f"<details{opened}><summary><h3>{escape(harness)}</h3> — {len(rows)} cells, "
-                   f"{measured} measured</summary>")
+        tag = " (calibration)" if rows[0].calibration else ""
+        out.append(f'<details{opened} id="cells-{escape(harness)}"><summary><h3>{escape(harness)}</h3>{tag} — '
+                   f"{len(rows)} cells, {measured} measured</summary>")
         out.append(f'<div class="scroll"><table>{head}<tbody>')
-        out.extend(_cell_row(c) for c in rows)
+        out.extend(_cell_row(c, versions, repeats) for c in rows)
         out.append("</tbody></table></div></details>")
     return "\n".join(out)
+
+
+def drilldown_html(summary: CorpusSummary) -> str:
+    """Task × harness grid of every run's S, each linking to its criteria page (or its folder when
+    every criterion passed): the heatmap's clickable twin."""
+    if not summary.cells:
+        return ""
+    harnesses = _harness_order(summary)
+    at: dict[tuple[str, str], list[CellRow]] = {}
+    for c in summary.cells:
+        at.setdefault((c.task_id, c.harness), []).append(c)
+    tasks = sorted({c.task_id for c in summary.cells}, key=lambda t: ("CEGLOTV?".find(t[:1]), t))
+    models = len({c.model for c in summary.cells}) > 1
+    repeats = summary.repeats is not None
+    cal = {c.harness for c in summary.cells if c.calibration}
+    head = "".join(f"<th>{escape(h)}{'<br><small>calibration</small>' if h in cal else ''}</th>" for h in harnesses)
+    rows = []
+    for t in tasks:
+        tds = []
+        for h in harnesses:
+            links = []
+            for c in sorted(at.get((t, h), []), key=_cell_order):
+                text = f1(c.effective_score) if c.status == "measured" else c.status.replace("_", " ")
+                who = " ".join([*([c.model] if models else []), *([f"#{c.repetition}"] if repeats else [])])
+                text = f"{who}: {text}" if who else text
+                style = _heat_style(c.effective_score) if c.status == "measured" and c.effective_score is not None else ""
+                title = escape(", ".join([*c.failed, *c.diagnostic_failed]) or "every criterion passed")
+                links.append(f'<a href="{_page_href(c)}" title="{title}"{style}>{escape(text)}</a>')
+            tds.append(f'<td class="grid">{"".join(links) or NA}</td>')
+        rows.append(f"<tr><td>{escape(t)}</td>{''.join(tds)}</tr>")
+    return ('<h2 id="drilldown">Task × harness drill-down</h2><p class="caption">Effective S of every run; '
+            "a link opens the cell's criteria page (or its archive folder when every criterion passed). "
+            'Hover for the criteria not passed.</p><div class="scroll"><table class="grid"><thead><tr><th>Task</th>'
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def render_html(summary: CorpusSummary, heatmap_png: bytes | None, heatmap_name: str = "heatmap.png") -> str:
@@ -158,11 +235,11 @@ def render_html(summary: CorpusSummary, heatmap_png: bytes | None, heatmap_name:
     badge_cls = "mixed" if label.startswith("mixed") else ("live" if label == "live" else "")
     tables = all_tables(summary)
     nav = "".join(f'<a href="#{t.key}">{escape(t.title)}</a>' for t in tables[1:])
-    nav += '<a href="#heatmap">Heatmap</a><a href="#cells">Cells</a>'
+    nav += '<a href="#heatmap">Heatmap</a><a href="#drilldown">Drill-down</a><a href="#cells">Cells</a>'
     if heatmap_png is not None:
         src = "data:image/png;base64," + base64.b64encode(heatmap_png).decode("ascii")
         heat = (f'<h2 id="heatmap">Task × harness heatmap</h2><p class="caption">Effective S per cell '
-                f'(mean over models when several ran); grey = no measured run. Also saved as '
+                f'(mean over models and repetitions when several ran); grey = no measured run. Also saved as '
                 f'<a href="{escape(heatmap_name)}">{escape(heatmap_name)}</a>.</p>'
                 f'<img class="heatmap" alt="task by harness heatmap of S" src="{src}">')
     else:
@@ -177,7 +254,7 @@ def render_html(summary: CorpusSummary, heatmap_png: bytes | None, heatmap_name:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>TraceTrial report ({escape(label)})</title>
-<style>{_CSS}</style></head>
+<style>{REPORT_CSS}</style></head>
 <body><main>
 <h1>TraceTrial report <span class="badge {badge_cls}">protocol: {escape(label)}</span></h1>
 <p class="caption">Harness reliability measured separately from the model. All rates ×100; — = not available
@@ -185,6 +262,7 @@ def render_html(summary: CorpusSummary, heatmap_png: bytes | None, heatmap_name:
 <nav>{nav}</nav>
 {body}
 {heat}
+{drilldown_html(summary)}
 {cells_html(summary)}
 {problems}
 </main></body></html>

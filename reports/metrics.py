@@ -16,6 +16,7 @@ from reports.records import RunRecord
 from reports.schema import (
     AttributionTotals,
     CellCounts,
+    Diagnostics,
     GroupMetrics,
     LinkActivation,
     LinkRate,
@@ -171,6 +172,11 @@ def group_metrics(records: Sequence[RunRecord], prices: PriceCatalogue | None) -
             harness_criteria=sum(r.u_H for r in runs),
             agent_criteria=sum(r.u_A for r in runs),
             runs_with_unscored=sum(1 for r in runs if r.u_H or r.u_A),
+        ),
+        diagnostics=Diagnostics(
+            failed=sum(len(r.diagnostic_failed) for r in runs),
+            unscored=sum(len(r.diagnostic_unscored) for r in runs),
+            runs_with_failed=sum(1 for r in runs if r.diagnostic_failed),
         ),
         states=states(runs),
         links=link_activation(runs),

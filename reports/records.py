@@ -7,6 +7,11 @@ Every cell folder yields exactly one :class:`RunRecord`: a cell without a
 readable combined score is kept as ``not_scored`` with the reason taken from
 ``result.json``, never dropped.
 
+Repetitions (``--tt-repeat K``): ``<output>/traces/`` holds repetition 1 and
+``<output>/repeats/rep-<i>/traces/`` repetition ``i`` (each a complete output that every
+archive reader accepts on its own); :func:`load_runs` reads them all, and each
+:class:`RunRecord` carries its ``repetition``.
+
 Each cell's seal is verified first (:func:`tracetrial.archive.check_seal`): a cell whose
 files do not match its manifest (a changed or unlisted file, the score included) is
 ``tampered``, named with the first mismatching file, and none of its numbers are read; a
@@ -32,6 +37,62 @@ from tracetrial.taxonomy import COMPONENTS
 from tracetrial.trace import TokenUsage
 
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: The calibration instrument: the faithful reference harness and its mutants (``reference+<defect>``).
+CALIBRATION_HARNESS = "reference"
+#: Folder of the repetitions after the first: ``<output>/repeats/rep-<i>/`` (a whole output each).
+REPEATS_DIR = "repeats"
+
+
+def harness_family(harness: str) -> str:
+    """``claude_code@2.1.332`` -> ``claude_code``; ``reference+hide_exit_code`` -> ``reference``."""
+    return harness.split("@", 1)[0].split("+", 1)[0]
+
+
+def is_calibration(harness: str) -> bool:
+    """Whether ``harness`` is the calibration instrument (``reference``, a mutant, any version of them):
+    its runs audit the tasks and are kept out of the corpus pools unless asked."""
+    return harness_family(harness) == CALIBRATION_HARNESS
+
+
+def repetition_root(output: Path, repetition: int) -> Path:
+    """The output folder holding repetition ``repetition`` (1-based): ``output`` itself for the
+    first, ``output/repeats/rep-<i>`` after it. Each is a complete output (``traces/<task>/<model>/
+    <harness>/``), so the gate, ``rescore``, calibration and the exports work on it unchanged."""
+    if repetition < 1:
+        raise ValueError(f"repetition {repetition} is not 1-based")
+    return Path(output) if repetition == 1 else Path(output) / REPEATS_DIR / f"rep-{repetition}"
+
+
+def repetition_of(run_dir: Path) -> int:
+    """Which repetition a cell folder ``<root>/traces/<task>/<model>/<harness>`` holds, from where it
+    lies: ``<output>/repeats/rep-<i>/traces/...`` is repetition ``i``, anything else repetition 1."""
+    parents = Path(run_dir).parents
+    if len(parents) < 5:
+        return 1
+    root = parents[3]
+    index = root.name.removeprefix("rep-")
+    if root.parent.name == REPEATS_DIR and root.name.startswith("rep-") and index.isdigit() and int(index) >= 2:
+        return int(index)
+    return 1
+
+
+def repetition_roots(output: Path) -> list[tuple[int, Path]]:
+    """``(repetition, root)`` of every repetition archived under ``output``, in order (repetition 1
+    first, when ``output/traces`` exists). Folders under ``repeats/`` not named ``rep-<i>`` (i ≥ 2)
+    are not repetitions and are left alone."""
+    output = Path(output)
+    out: list[tuple[int, Path]] = [(1, output)] if (output / "traces").is_dir() else []
+    base = output / REPEATS_DIR
+    if base.is_dir():
+        found = []
+        for entry in os.scandir(base):
+            index = entry.name.removeprefix("rep-")
+            if entry.name.startswith("rep-") and index.isdigit() and int(index) >= 2 and entry.is_dir() \
+                    and not entry.is_symlink() and (Path(entry.path) / "traces").is_dir():
+                found.append((int(index), Path(entry.path)))
+        out += sorted(found)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +137,8 @@ class RunRecord:
     Z_H: tuple[str, ...] = ()
     agent_success: bool = False
     clean: bool = False
+    #: The stored ``combined_pass``: S = 100 after hard gates.
+    combined_pass: bool = False
     links: int = 0
     linked_agent_failures: int = 0
     unlinked_agent_failures: int = 0
@@ -87,10 +150,25 @@ class RunRecord:
     #: Every criterion's final state, ``(id, layer, "pass" | "fail" | "unscored")``, in the
     #: score's order (read for the version diff; empty when no score was read).
     verdicts: tuple[tuple[str, str, str], ...] = ()
+    #: Diagnostic criteria (never in a score) that failed, and those left unscored.
+    diagnostic_failed: tuple[str, ...] = ()
+    diagnostic_unscored: tuple[str, ...] = ()
+    #: Which repetition of the cell this run is (1 unless the session ran ``--tt-repeat``).
+    repetition: int = 1
 
     @property
     def measured(self) -> bool:
         return self.status == "measured"
+
+    @property
+    def calibration(self) -> bool:
+        """A run of the calibration instrument (``reference`` or a mutant), see :func:`is_calibration`."""
+        return is_calibration(self.harness)
+
+    @property
+    def cell_key(self) -> tuple[str, str, str]:
+        """``(task, model, harness)``: the cell this run repeats."""
+        return (self.task_id, self.model, self.harness)
 
     @property
     def harness_not_passed(self) -> tuple[str, ...]:
@@ -186,8 +264,10 @@ def _check(cs: CombinedScore) -> list[str]:
     return out
 
 
-def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | None]) -> RunRecord:
-    """Build the :class:`RunRecord` of one cell folder (``snapshots`` caches task.yaml per task)."""
+def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | None], *,
+             repetition: int = 1) -> RunRecord:
+    """Build the :class:`RunRecord` of one cell folder (``snapshots`` caches task.yaml per task;
+    ``rel_path`` is relative to ``output``, which may be a parent of the repetition's root)."""
     rel = run_dir.relative_to(output).as_posix()
     task_dir, model_dir, harness_dir = run_dir.parts[-3:]
     seal = check_seal(run_dir)
@@ -196,7 +276,7 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
         # the folder names identify it, and none of its numbers are read or pooled.
         return RunRecord(task_id=task_dir, model=model_dir, harness=harness_dir,
                          component=_component(task_dir, None), task_property=None, protocol=None, rel_path=rel,
-                         status="tampered", reason=f"tampered: {seal.describe()}")
+                         status="tampered", reason=f"tampered: {seal.describe()}", repetition=repetition)
 
     result: ResultRecord | None = None
     result_error: str | None = None
@@ -229,7 +309,7 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
     base: dict[str, Any] = {
         "task_id": task_id, "model": model, "harness": harness, "component": _component(task_id, snap),
         "task_property": prop if isinstance(prop, str) else None, "protocol": protocol, "rel_path": rel,
-        "harness_version": identity.harness_version if identity else None,
+        "harness_version": identity.harness_version if identity else None, "repetition": repetition,
     }
     problems: list[str] = []
     if result_error and cs is not None:
@@ -278,7 +358,7 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
         u_H=cs.harness.unscored, u_A=cs.agent.unscored,
         unscored_H=tuple(v.id for v in cs.verdicts if v.layer == "harness" and v.role == "core" and v.passed is None),
         unscored_A=tuple(v.id for v in cs.verdicts if v.layer == "agent" and v.role == "core" and v.passed is None),
-        agent_success=cs.agent_success, clean=cs.clean,
+        agent_success=cs.agent_success, clean=cs.clean, combined_pass=cs.combined_pass,
         S_H=cs.S_H, S_A=cs.S_A, S=cs.S, effective_score=cs.effective_score, label=att.label,
         F_H=tuple(att.F_H), Z_A=tuple(att.Z_A), B=tuple(att.B), Z_H=tuple(att.Z_H),
         links=len(att.L_act), linked_agent_failures=len(att.linked_agent_failures),
@@ -286,6 +366,8 @@ def read_run(output: Path, run_dir: Path, snapshots: dict[str, dict[str, Any] | 
         usage=usage, problems=tuple(problems),
         verdicts=tuple((v.id, v.layer, "unscored" if v.passed is None else ("pass" if v.passed else "fail"))
                        for v in cs.verdicts),
+        diagnostic_failed=tuple(v.id for v in cs.verdicts if v.role == "diagnostic" and v.passed is False),
+        diagnostic_unscored=tuple(v.id for v in cs.verdicts if v.role == "diagnostic" and v.passed is None),
     )
 
 
@@ -305,14 +387,18 @@ def _cell_dirs(traces: Path) -> list[Path]:
     return out
 
 
-def load_runs(output: Path) -> list[RunRecord]:
-    """Read every cell of ``<output>/traces`` into a :class:`RunRecord` (sorted by path).
+def run_dirs(output: Path) -> list[tuple[int, Path]]:
+    """``(repetition, cell folder)`` of every cell of every repetition under ``output``: repetition 1
+    first, each repetition's cells sorted by path."""
+    return [(rep, d) for rep, root in repetition_roots(output) for d in _cell_dirs(root / "traces")]
 
-    Returns an empty list when ``traces/`` does not exist.
+
+def load_runs(output: Path) -> list[RunRecord]:
+    """Read every cell of ``<output>/traces`` (and of each repetition under ``<output>/repeats/``)
+    into a :class:`RunRecord` (repetition 1 first, each sorted by path).
+
+    Returns an empty list when there is no ``traces/`` folder.
     """
     output = Path(output)
-    traces = output / "traces"
-    if not traces.is_dir():
-        return []
     snapshots: dict[str, dict[str, Any] | None] = {}
-    return [read_run(output, d, snapshots) for d in _cell_dirs(traces)]
+    return [read_run(output, d, snapshots, repetition=rep) for rep, d in run_dirs(output)]

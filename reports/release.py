@@ -3,7 +3,8 @@ of runs to the archive, so its numbers can be audited and re-derived from the ar
 
 :func:`build_release` reads an output folder (``<output>/traces/<task>/<model>/<harness>/``:
 ``result.json``, ``manifest.json``, ``summary.json``, ``artifacts/llm_judge/combined_score.json``
-and the task snapshot under ``private/task/<task>/``) and returns a :class:`ReleaseManifest`
+and the task snapshot under ``private/task/<task>/``; with ``--tt-repeat``, every repetition under
+``<output>/repeats/rep-<i>/traces/`` too) and returns a :class:`ReleaseManifest`
 (``tt-release/1``) that links every selected run to its task revision and pack digest, its
 resolved config (inline and as a SHA-256), its harness version, its key artifact paths, its
 score summary and the path, size and SHA-256 of every one of its files (its ``manifest.json``
@@ -72,7 +73,17 @@ import tracetrial
 from criteria.scoring import run_label
 from harnesses.reference.mutants import MUTANTS
 from reports.calibration import calibrate
-from reports.records import RunRecord, _cell_dirs, read_run
+from reports.records import (
+    CALIBRATION_HARNESS,
+    REPEATS_DIR,
+    RunRecord,
+    _cell_dirs,
+    harness_family,
+    is_calibration,
+    read_run,
+    repetition_of,
+    run_dirs,
+)
 from reports.schema import CellStatus
 from tracetrial.archive import (
     COMBINED_SCORE,
@@ -101,8 +112,6 @@ STAGES: tuple[StageName, ...] = ("authored", "audited", "cross_harness_eligible"
                                  "apparatus_valid", "measured", "attributable")
 #: The stages a single run can reach (the last four of :data:`STAGES`).
 CELL_STAGES: tuple[StageName, ...] = STAGES[3:]
-#: The calibration instrument: the faithful reference harness and its mutants.
-CALIBRATION_HARNESS = "reference"
 _RAN = ("completed", "failed", "timed_out")
 _NOT_APPLICABLE = "not applicable:"
 
@@ -155,6 +164,8 @@ class RunEntry(StrictModel):
 
     archive: Literal["main", "calibration"] = Field(description="Which archive root ``path`` is under.")
     path: str = Field(description="The cell folder relative to its archive root (posix).")
+    repetition: int = Field(default=1, description="Which repetition of the cell (--tt-repeat): 1 under "
+                                                   "traces/, i under repeats/rep-<i>/traces/.")
     role: Literal["evaluated", "calibration"]
     run_id: str | None
     task_id: str
@@ -222,13 +233,9 @@ class ReleaseManifest(StrictModel):
 # --------------------------------------------------------------------------------------- build
 
 
-def base_harness(harness: str) -> str:
-    """``claude_code@2.1.332`` → ``claude_code``; ``reference+hide_exit_code`` → ``reference``."""
-    return harness.split("@", 1)[0].split("+", 1)[0]
-
-
-def _is_calibration(harness_dir: str) -> bool:
-    return base_harness(harness_dir) == CALIBRATION_HARNESS
+#: ``claude_code@2.1.332`` → ``claude_code``; ``reference+hide_exit_code`` → ``reference``.
+base_harness = harness_family
+_is_calibration = is_calibration
 
 
 def _canonical_sha256(data: Any) -> str:
@@ -377,7 +384,8 @@ def _read_cell(archive: Literal["main", "calibration"], archive_root: Path, root
                          label=cs.attribution.label, label_rule=cs.attribution.label_rule, judge=cs.judge)
     files = _files(root, rel, seal) if seal.state in ("sealed", "legacy") else []
     entry = RunEntry(
-        archive=archive, path=rel, role="calibration" if _is_calibration(harness_dir) else "evaluated",
+        archive=archive, path=rel, repetition=repetition_of(root),
+        role="calibration" if _is_calibration(harness_dir) else "evaluated",
         run_id=ident.run_id if ident else None, task_id=task_id,
         task_revision=ident.task_revision if ident else None,
         pack_digest=digest if isinstance(digest, str) else None, snapshot_digest=snapshot_digest,
@@ -545,7 +553,7 @@ def build_release(output: Path, *, calibration: Path | None = None, tasks: Itera
             bad.append(f"{where.as_posix()}: {seal.state}: {seal.describe()}")
         cells.append(cell)
 
-    for d in _cell_dirs(output / "traces"):
+    for _rep, d in run_dirs(output):  # every repetition (--tt-repeat): the pass^k figures rest on them
         cal = _is_calibration(d.name)
         if cal and separate:
             continue  # calibration runs come from the calibration archive
@@ -595,13 +603,14 @@ def write_release(manifest: ReleaseManifest, path: Path, output: Path) -> str:
     """Write the manifest atomically; return its SHA-256.
 
     Raises:
-        ReleaseError: ``path`` is inside ``output/traces/`` (a sealed cell's tree).
+        ReleaseError: ``path`` is inside ``output/traces/`` or ``output/repeats/`` (sealed cells' trees).
     """
-    traces = (Path(output) / "traces").resolve()
     target = Path(path).resolve()
-    if target == traces or traces in target.parents:
-        raise ReleaseError(f"{path} is inside {output}/traces/: a release manifest is never written into the "
-                           "archive's cells (default: OUTPUT/release/manifest.json)")
+    for tree in ("traces", REPEATS_DIR):
+        cells = (Path(output) / tree).resolve()
+        if target == cells or cells in target.parents:
+            raise ReleaseError(f"{path} is inside {output}/{tree}/: a release manifest is never written into the "
+                               "archive's cells (default: OUTPUT/release/manifest.json)")
     text = release_text(manifest)
     atomic_write_text(Path(path), text)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

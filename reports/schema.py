@@ -1,5 +1,9 @@
 """``reports/summary.json``: the corpus summary written to disk (pydantic v2).
 
+``tt-report/2``: the corpus pools (``overall``, per model, per component, …) leave the calibration
+instrument (``reference`` and its mutants) out unless asked; it has its own section. Repeated
+cells (``--tt-repeat``) add the ``repeats`` section.
+
 Every rate is a percentage (×100). A rate whose denominator is empty is
 ``None`` ("not available"), never ``0``. :class:`Share` keeps the count and the
 denominator next to the percentage so every figure can be re-derived.
@@ -94,6 +98,14 @@ class Unscored(StrictModel):
     runs_with_unscored: int
 
 
+class Diagnostics(StrictModel):
+    """Diagnostic criteria (never in a score, never in ``p``/``n``): shown, so a failed one is visible."""
+
+    failed: int = Field(description="Failed diagnostic criteria over measured runs.")
+    unscored: int
+    runs_with_failed: int
+
+
 class Resources(StrictModel):
     """Mean recorded usage per run and the estimated agent cost (judge calls excluded).
 
@@ -132,6 +144,7 @@ class GroupMetrics(StrictModel):
     agent_items_total: int
     gated_runs: int = Field(description="Runs whose effective score a hard gate lowered.")
     unscored: Unscored
+    diagnostics: Diagnostics
     states: States
     links: LinkActivation
     attribution: AttributionTotals
@@ -161,6 +174,14 @@ class CellRow(StrictModel):
     unscored: list[str] = Field(default_factory=list)
     links: int = 0
     cost_usd: float | None = None
+    diagnostic_failed: list[str] = Field(default_factory=list, description="Failed diagnostic criterion ids.")
+    diagnostic_unscored: list[str] = Field(default_factory=list)
+    calibration: bool = Field(default=False, description="A run of the calibration instrument (reference, "
+                                                         "reference+<defect>).")
+    repetition: int = Field(default=1, description="Which repetition of the cell (--tt-repeat).")
+    harness_version: str | None = Field(default=None, description="The native version that ran.")
+    page: str | None = Field(default=None, description="The cell's drill-down page relative to reports/ "
+                                                       "(cells with a failed or unscored criterion).")
 
 
 class VersionFlip(StrictModel):
@@ -187,6 +208,77 @@ class VersionDiff(StrictModel):
     flips: list[VersionFlip]
 
 
+class CalibrationSection(StrictModel):
+    """The calibration instrument's runs (``reference`` and its mutants), apart from the corpus.
+
+    They audit the tasks (the faithful harness must score 100, each mutant flip what its task
+    declares): pooled with the evaluated harnesses they would inflate every corpus figure, so the
+    corpus pools leave them out unless the report was asked to include them.
+    """
+
+    included_in_pools: bool = Field(description="True when --include-calibration pooled them into the corpus.")
+    by_harness: dict[str, GroupMetrics]
+    overall: GroupMetrics = Field(description="Every calibration run pooled (the instrument as a whole).")
+
+
+class PassK(StrictModel):
+    """pass^k and pass@k of one group over repeated cells (tau-bench's unbiased estimators).
+
+    For a cell with ``n`` measured repetitions of which ``c`` passed, ``pass^j = C(c,j)/C(n,j)``
+    (every one of ``j`` draws passes) and ``pass@j = 1 − C(n−c,j)/C(n,j)`` (at least one does);
+    a group's value is the mean over its cells with ``n ≥ j``, ×100. ``None`` when no cell has
+    ``j`` measured repetitions.
+    """
+
+    cells: int = Field(description="Cells (task × model × harness) with at least one measured repetition.")
+    pass_hat: list[float | None] = Field(description="pass^j for j = 1..k (index j-1), ×100.")
+    pass_at: list[float | None] = Field(description="pass@j for j = 1..k (index j-1), ×100.")
+
+
+class Agreement(StrictModel):
+    """How often repetitions of a cell agree: over cells with ≥ 2 measured repetitions.
+
+    Under the probe protocol this is the determinism of the apparatus (100 % expected); under
+    a live protocol it is the noise floor a single run carries.
+    """
+
+    cells: int = Field(description="Cells with at least two measured repetitions.")
+    identical: int = Field(description="Of those, cells whose repetitions have the same verdict vector "
+                                       "(every criterion, core and diagnostic, in the same state).")
+    pct: float | None
+    criteria: int = Field(description="Criterion × cell pairs compared.")
+    criteria_agreeing: int = Field(description="Pairs in the same state in every repetition.")
+    criteria_pct: float | None
+    mean_score_sd: float | None = Field(description="Mean over those cells of the standard deviation of "
+                                                    "the effective S across repetitions (0-100 scale).")
+    flipping: dict[str, int] = Field(default_factory=dict,
+                                     description="Criterion id -> cells in which it did not agree.")
+
+
+class RepeatMetrics(StrictModel):
+    """Repeated-run metrics of one group (a harness, a component, a task × harness, or all)."""
+
+    repetitions: int = Field(description="The most repetitions any cell of the group has.")
+    runs_not_measured: int = Field(description="Repetitions left out (not measured: apparatus-invalid, "
+                                               "not scored, ...).")
+    combined: PassK = Field(description="A run passes when S = 100 after hard gates (the stored combined_pass).")
+    agent: PassK = Field(description="A run passes when the agent task succeeded (the stored agent_success).")
+    agreement: Agreement
+
+
+class RepeatSection(StrictModel):
+    """``--tt-repeat K``: pass^k / pass@k per harness, component and task, and the agreement of
+    repetitions (determinism under probe, noise floor under live)."""
+
+    k: int = Field(description="The most repetitions of any cell.")
+    agreement_label: str = Field(description="'determinism' (probe), 'noise floor' (live) or "
+                                             "'agreement' (mixed/unknown).")
+    overall: RepeatMetrics = Field(description="The corpus pool (calibration left out unless included).")
+    by_harness: dict[str, RepeatMetrics] = Field(description="Every harness, calibration ones included.")
+    by_component: dict[str, RepeatMetrics] = Field(description="Corpus pools per component.")
+    by_task: dict[str, dict[str, RepeatMetrics]] = Field(description="Task -> harness -> metrics.")
+
+
 class PriceInfo(StrictModel):
     """The frozen price catalogue used for the cost estimate."""
 
@@ -201,16 +293,23 @@ class PriceInfo(StrictModel):
 class CorpusSummary(StrictModel):
     """``reports/summary.json``."""
 
-    schema_: Literal["tt-report/1"] = Field(default="tt-report/1", alias="schema")
+    schema_: Literal["tt-report/2"] = Field(default="tt-report/2", alias="schema")
     protocols: list[str]
     protocol_label: str = Field(description="'probe', 'live', 'mixed: live, probe' or 'unknown'.")
     judges: list[str]
-    overall: GroupMetrics
-    by_harness: dict[str, GroupMetrics]
+    overall: GroupMetrics = Field(description="The corpus pool: evaluated harnesses only, unless "
+                                              "calibration.included_in_pools.")
+    by_harness: dict[str, GroupMetrics] = Field(description="Evaluated harnesses (and the calibration ones "
+                                                            "when included in the pools).")
     by_model: dict[str, GroupMetrics]
     by_component: dict[str, GroupMetrics]
     by_harness_model: dict[str, dict[str, GroupMetrics]]
     by_harness_component: dict[str, dict[str, GroupMetrics]]
+    calibration: CalibrationSection | None = Field(
+        default=None, description="The calibration instrument's runs apart (None: none in this output).")
+    harness_versions: dict[str, list[str]] = Field(
+        default_factory=dict, description="Harness name as run -> the native versions that ran (every harness).")
+    repeats: RepeatSection | None = Field(default=None, description="Present when a cell ran more than once.")
     cells: list[CellRow]
     prices: PriceInfo
     problems: list[str] = Field(default_factory=list, description="Consistency warnings.")

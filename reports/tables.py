@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from reports.schema import CorpusSummary, GroupMetrics, Share
+from reports.records import is_calibration
+from reports.schema import CorpusSummary, GroupMetrics, PassK, RepeatMetrics, RepeatSection, Share
 from tracetrial.taxonomy import COMPONENTS
 
 NA = "—"
@@ -68,18 +69,36 @@ def _main_row(name: str, g: GroupMetrics) -> list[str]:
             f"{g.unscored.harness_criteria}/{g.unscored.agent_criteria}"]
 
 
+def has_named_versions(s: CorpusSummary) -> bool:
+    """Whether a harness ran under a ``name@version`` name (then tables get a version column)."""
+    return any("@" in h for h in s.harness_versions)
+
+
+def version_of(s: CorpusSummary, harness: str) -> str:
+    """The native version(s) a harness ran (``—`` when none was recorded)."""
+    return ", ".join(s.harness_versions.get(harness, [])) or NA
+
+
 def _main_table(key: str, title: str, first: str, groups: dict[str, GroupMetrics], overall: GroupMetrics | None,
-                caption: str, label: Callable[[str], str] = str) -> Table:
-    rows = [_main_row(label(k), g) for k, g in groups.items()]
+                caption: str, label: Callable[[str], str] = str,
+                versions: Callable[[str], str] | None = None, total: str = "All") -> Table:
+    """Groups as rows; with ``versions``, a column after the first gives each row's version."""
+    shift = 1 if versions is not None else 0
+    rows = []
+    for k, g in groups.items():
+        row = _main_row(label(k), g)
+        rows.append(row[:1] + [versions(k)] + row[1:] if versions is not None else row)
     if overall is not None:
-        rows.append(_main_row("All", overall))
+        row = _main_row(total, overall)
+        rows.append(row[:1] + [""] + row[1:] if versions is not None else row)
     heat: dict[tuple[int, int], float] = {}
     for i, (k, g) in enumerate(groups.items()):
         for j, v in ((2, g.agent_success.pct), (3, g.agent_score), (4, g.harness_macro), (5, g.harness_micro),
                      (6, g.overall), (7, g.clean.pct)):
             if v is not None:
-                heat[(i, j)] = v
-    return Table(key, title, [first, *_MAIN_HEADERS], rows, caption, numeric=set(range(1, 9)), heat=heat)
+                heat[(i, j + shift)] = v
+    headers = [first, *(["Version"] if versions is not None else []), *_MAIN_HEADERS]
+    return Table(key, title, headers, rows, caption, numeric=set(range(1 + shift, 9 + shift)), heat=heat)
 
 
 def headline(s: CorpusSummary) -> Table:
@@ -101,24 +120,78 @@ def headline(s: CorpusSummary) -> Table:
         ["Unscored criteria (harness / agent)", (f"{o.unscored.harness_criteria} / {o.unscored.agent_criteria} "
                                                  f"in {o.unscored.runs_with_unscored} run(s), "
                                                  "counted as not passed")],
+        ["Diagnostic criteria (in no score)", (f"{o.diagnostics.failed} failed, {o.diagnostics.unscored} unscored; "
+                                               f"{o.diagnostics.runs_with_failed} run(s) with a failed one")],
     ]
+    if s.calibration is not None:
+        cal = s.calibration.overall.cells
+        rows.insert(3, ["Calibration runs", (f"{cal.total} cell(s) of the reference harness and its mutants: "
+                                             + ("pooled into these figures (--include-calibration)"
+                                                if s.calibration.included_in_pools
+                                                else "not in these figures (see 'Calibration instrument')"))])
+    if s.repeats is not None:
+        rows.insert(3, ["Repetitions", f"up to {s.repeats.k} per cell (--tt-repeat); every repetition is a run "
+                                       "in these figures, see 'Repeated runs'"])
     return Table("headline", "Corpus", ["", ""], rows, wrap={1})
+
+
+def _pool_note(s: CorpusSummary) -> str:
+    if s.calibration is None:
+        return ""
+    if s.calibration.included_in_pools:
+        return " Calibration runs (reference and its mutants) are pooled in (--include-calibration)."
+    return " The calibration instrument (reference and its mutants) is not pooled: see its own table."
 
 
 def per_harness(s: CorpusSummary) -> Table:
     return _main_table("harness", "Per harness", "Harness", s.by_harness, s.overall,
                        "Rates ×100 over measured runs. Agent Score / Harness Macro = mean of per-run p/n; "
                        "Harness Micro = Σp_H/Σn_H; Overall = mean(Agent Score, Harness Macro); "
-                       "success and clean as % (count).")
+                       "success and clean as % (count)." + _pool_note(s),
+                       versions=(lambda h: version_of(s, h)) if has_named_versions(s) else None)
+
+
+def calibration(s: CorpusSummary) -> Table:
+    """The calibration instrument per variant (only when it ran)."""
+    assert s.calibration is not None
+    return _main_table("calibration", "Calibration instrument (reference and mutants)", "Variant",
+                       s.calibration.by_harness, s.calibration.overall,
+                       "The faithful reference harness must score 100 on every task and each seeded-defect "
+                       "mutant flip what its task declares (tracetrial calibrate checks the declarations). "
+                       "They audit the tasks, so they are "
+                       + ("pooled into the corpus figures here only because --include-calibration was given."
+                          if s.calibration.included_in_pools else
+                          "left out of every corpus pool (All rows, per model, per component)."),
+                       total="All calibration")
+
+
+def calibration_cells(s: CorpusSummary) -> Table:
+    """Task × calibration variant: the criteria that did not pass (first repetition)."""
+    cells = [c for c in s.cells if c.calibration and c.repetition == 1]
+    variants = sorted({c.harness for c in cells}, key=lambda h: (h != "reference", h))
+    tasks = sorted({c.task_id for c in cells}, key=lambda t: ("CEGLOTV?".find(t[:1]), t))
+    at: dict[tuple[str, str], list[str]] = {}
+    several_models = len({c.model for c in cells}) > 1
+    for c in cells:
+        text: str = c.status
+        if c.status == "measured":
+            ids = [*c.failed, *(f"{d} (diag.)" for d in c.diagnostic_failed)]
+            text = ", ".join(ids) if ids else "all pass"
+        at.setdefault((c.task_id, c.harness), []).append(f"{c.model}: {text}" if several_models else text)
+    rows = [[t, *["; ".join(at.get((t, v), [NA])) for v in variants]] for t in tasks]
+    return Table("calibration_cells", "Calibration: criteria not passed per task and variant",
+                 ["Task", *variants], rows,
+                 "Per task: what each variant did not pass (core criteria; '(diag.)' a diagnostic one). The "
+                 "reference column must read 'all pass'.", wrap=set(range(1, len(variants) + 1)))
 
 
 def per_model(s: CorpusSummary) -> Table:
-    return _main_table("model", "Per model", "Model", s.by_model, None, "All harnesses pooled.")
+    return _main_table("model", "Per model", "Model", s.by_model, None, "All harnesses pooled." + _pool_note(s))
 
 
 def per_component(s: CorpusSummary) -> Table:
     return _main_table("component", "Per component (primary dimension)", "Component", s.by_component, None,
-                       "Each task counted under its primary component.", label=component_label)
+                       "Each task counted under its primary component." + _pool_note(s), label=component_label)
 
 
 def states(s: CorpusSummary) -> Table:
@@ -271,12 +344,93 @@ def version_diff(s: CorpusSummary) -> Table:
                  wrap={5})
 
 
+def _passk_cells(p: PassK, k: int) -> list[str]:
+    last = k - 1
+    return [f1(p.pass_hat[0]) if p.pass_hat else NA, f1(p.pass_hat[last]) if len(p.pass_hat) > last else NA,
+            f1(p.pass_at[last]) if len(p.pass_at) > last else NA]
+
+
+def _repeat_row(name: str, m: RepeatMetrics, k: int) -> list[str]:
+    a = m.agreement
+    agree = NA if a.pct is None else f"{a.pct:.1f} ({a.identical}/{a.cells})"
+    return [name, str(m.combined.cells), str(m.runs_not_measured), *_passk_cells(m.combined, k),
+            f1(m.agent.pass_hat[k - 1]) if len(m.agent.pass_hat) >= k else NA, agree, f1(a.criteria_pct),
+            NA if a.mean_score_sd is None else f"{a.mean_score_sd:.2f}"]
+
+
+def _repeat_headers(first: str, s: RepeatSection) -> list[str]:
+    k = s.k
+    return [first, "Cells", "Reps not measured", "pass^1", f"pass^{k}", f"pass@{k}", f"agent pass^{k}",
+            f"{s.agreement_label.capitalize()} % (cells)", "Criteria agreeing %", "Mean SD of S"]
+
+
+_REPEAT_CAPTION = ("Each cell ran up to k times (--tt-repeat k). pass^j = mean over cells of C(c,j)/C(n,j) "
+                   "(all j drawn repetitions pass), pass@j = 1 − C(n−c,j)/C(n,j) (at least one does); a run "
+                   "passes when S = 100 after hard gates (agent pass^k: the agent task succeeded); n = measured "
+                   "repetitions of the cell, c = those passing; cells with fewer than j are left out of that j. ")
+
+
+def repeats_by_harness(s: CorpusSummary) -> Table:
+    """pass^k, pass@k and the agreement of repetitions per harness and for the corpus pool."""
+    r = s.repeats
+    assert r is not None
+    names = {h: h + (" (calibration)" if is_calibration(h) else "") for h in r.by_harness}
+    rows = [_repeat_row(names[h], m, r.k) for h, m in r.by_harness.items()]
+    rows.append(_repeat_row("All", r.overall, r.k))
+    what = ("Under the probe protocol the model is scripted: agreement below 100 % is non-determinism of the "
+            "apparatus or the harness." if r.agreement_label == "determinism" else
+            "Under a live protocol this is the noise floor of a single run." if r.agreement_label == "noise floor"
+            else "")
+    return Table("repeats", f"Repeated runs: pass^{r.k}, pass@{r.k} and {r.agreement_label}",
+                 _repeat_headers("Harness", r), rows,
+                 _REPEAT_CAPTION + "Agreement: cells whose repetitions give the same verdict vector (every "
+                 "criterion, core and diagnostic), criterion × cell pairs in the same state in every repetition, "
+                 "and the mean standard deviation of S across repetitions. " + what + _pool_note(s).replace(
+                     "see its own table", "its harness rows are listed, 'All' leaves them out"),
+                 numeric=set(range(1, 10)))
+
+
+def repeats_by_component(s: CorpusSummary) -> Table:
+    r = s.repeats
+    assert r is not None
+    rows = [_repeat_row(component_label(d), m, r.k) for d, m in r.by_component.items()]
+    return Table("repeats_component", "Repeated runs per component", _repeat_headers("Component", r), rows,
+                 "The corpus pool per primary component." + _pool_note(s), numeric=set(range(1, 10)))
+
+
+def repeats_by_task(s: CorpusSummary) -> Table:
+    r = s.repeats
+    assert r is not None
+    rows = [[f"{t} · {h}", *_repeat_row("", m, r.k)[1:]] for t, hs in r.by_task.items() for h, m in hs.items()]
+    return Table("repeats_task", "Repeated runs per task and harness", _repeat_headers("Task · harness", r), rows,
+                 "Over the task's models.", numeric=set(range(1, 10)))
+
+
+def repeats_flips(s: CorpusSummary) -> Table:
+    """The criteria whose state differed between repetitions, per harness."""
+    r = s.repeats
+    assert r is not None
+    rows = [[h, cid, str(n), str(m.agreement.cells)] for h, m in r.by_harness.items()
+            for cid, n in m.agreement.flipping.items()]
+    return Table("repeats_flips", f"Criteria that did not agree across repetitions ({len(rows)})",
+                 ["Harness", "Criterion", "Cells where it flipped", "Cells compared"], rows,
+                 "A criterion in different states (pass / fail / unscored / absent) among the repetitions of a cell.",
+                 numeric={2, 3})
+
+
 def all_tables(s: CorpusSummary) -> list[Table]:
     """The summary tables in report order (the per-cell list is rendered separately); the
-    version diff appears only when a harness ran at two or more versions."""
-    tables = [headline(s), per_harness(s), states(s), links(s), attribution(s), labels(s), resources(s),
-              per_model(s), resources_by_model(s), per_component(s), harness_by_component(s),
-              success_by_model(s), excluded(s)]
+    calibration tables appear only when the instrument ran, the repeated-run tables only when a
+    cell ran more than once, the version diff only when a harness ran at two or more versions."""
+    tables = [headline(s), per_harness(s)]
+    if s.calibration is not None:
+        tables += [calibration(s), calibration_cells(s)]
+    tables += [states(s), links(s), attribution(s), labels(s), resources(s),
+               per_model(s), resources_by_model(s), per_component(s), harness_by_component(s),
+               success_by_model(s)]
+    if s.repeats is not None:
+        tables += [repeats_by_harness(s), repeats_by_component(s), repeats_by_task(s), repeats_flips(s)]
+    tables.append(excluded(s))
     if s.version_diff:
         tables.append(version_diff(s))
     return tables

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reports.aggregate import aggregate, load_runs
+from reports.cellpage import write_cell_pages
 from reports.heatmap import heatmap_data, render_heatmap
 from reports.html import render_html
 from reports.markdown import render_markdown
@@ -24,6 +25,8 @@ class ReportPaths:
             summary.md     the tables in Markdown
             report.html    static page (inline CSS, embedded heatmap, links into ../traces/)
             heatmap.png    task × harness S (absent when no run was measured)
+            cells/         one criteria page per cell with a failed or unscored criterion
+                           (cells/<cell path under the output>.html)
     """
 
     root: Path
@@ -32,24 +35,30 @@ class ReportPaths:
     html: Path
     heatmap: Path | None
     summary: CorpusSummary
+    pages: list[Path]
 
 
 def _write(path: Path, text: str) -> None:
     atomic_write_text(path, text)
 
 
-def write_reports(output: Path, *, prices: PriceCatalogue | Path | None = None) -> ReportPaths:
-    """Aggregate ``<output>/traces`` and write the reports.
+def write_reports(output: Path, *, prices: PriceCatalogue | Path | None = None,
+                  include_calibration: bool = False) -> ReportPaths:
+    """Aggregate ``<output>/traces`` (and every repetition under ``<output>/repeats/``) and write
+    the reports.
 
     Args:
         output: the run output folder (the one holding ``traces/``).
         prices: a catalogue, a ``models.yaml`` path, or ``None`` to use ``<output>/models.yaml``
             or the repository's ``models.yaml`` (cost is "unavailable" when there is none).
+        include_calibration: pool the calibration instrument (``reference`` and its mutants) into
+            the corpus figures; by default it has its own section only.
     """
     output = Path(output)
     if not isinstance(prices, PriceCatalogue):
         prices = load_price_catalogue(prices if prices is not None else find_price_catalogue(output))
-    summary = aggregate(load_runs(output), prices)
+    runs = load_runs(output)
+    summary = aggregate(runs, prices, include_calibration=include_calibration)
     summary = summary.model_copy(update={
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds")})
     root = output / "reports"
@@ -66,6 +75,7 @@ def write_reports(output: Path, *, prices: PriceCatalogue | Path | None = None) 
         png = heatmap.read_bytes()
     else:
         heatmap = None
+    pages = write_cell_pages(output, runs)
     _write(paths_html, render_html(summary, png))
     return ReportPaths(root=root, summary_json=paths_json, summary_md=paths_md, html=paths_html,
-                       heatmap=heatmap, summary=summary)
+                       heatmap=heatmap, summary=summary, pages=pages)

@@ -139,8 +139,9 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from reports import write_reports
 
-    paths = write_reports(Path(args.output))
-    print(f"wrote {paths}")
+    paths = write_reports(Path(args.output), include_calibration=args.include_calibration)
+    written = [paths.summary_json, paths.summary_md, paths.html, *([paths.heatmap] if paths.heatmap else [])]
+    print(f"wrote {', '.join(p.name for p in written)} and {len(paths.pages)} criteria page(s) in {paths.root}")
     return 0
 
 
@@ -362,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_rescore)
     p = sub.add_parser("report", help="write <output>/reports/")
     p.add_argument("output")
+    p.add_argument("--include-calibration", action="store_true",
+                   help="pool the calibration instrument (reference and its mutants) into the corpus figures "
+                        "(All rows, per model, per component); by default it has its own section only")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("calibrate", help="reference harness + mutants over the suite; discrimination table")
     p.add_argument("--tasks", default="tasks")

@@ -33,6 +33,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
 )
+from reports.records import repetition_root
 from tracetrial.archive import RunArchive, RunPaths, check_seal
 from tracetrial.errors import ApparatusError
 from tracetrial.redact import Redactor
@@ -71,6 +72,18 @@ def new_run_id(task_id: str, model: str, harness: str) -> str:
     """URL- and path-safe, unique per run."""
     safe = "".join(c if c.isalnum() else "-" for c in f"{harness}-{model}")
     return f"{task_id}--{safe}--{uuid.uuid4().hex[:10]}"
+
+
+def run_seed(run_id: str, task_id: str, model: str, harness: str, repetition: int, repetitions: int) -> str:
+    """The run's seed (``resolved_config.seed``; the simulators derive their one-off values from it).
+
+    A single run is seeded from its run id (fresh each run). A repeated cell (``--tt-repeat``) seeds
+    each repetition from the cell and the repetition's index: repetitions differ from one another,
+    and running repetition ``i`` again gives it the same seed, so a repeated measurement can be
+    reproduced repetition by repetition.
+    """
+    basis = run_id if repetitions <= 1 else f"tt-repeat/{task_id}/{model}/{harness}/rep-{repetition}"
+    return hashlib.sha256(basis.encode()).hexdigest()[:16]
 
 
 def load_existing(paths: RunPaths, pack_digest: str | None = None) -> tuple[CombinedScore | None, str | None]:
@@ -184,16 +197,20 @@ class CellRunner:
     """Runs one cell end to end and archives it."""
 
     def __init__(self, task: TaskPack, adapter: HarnessAdapter, model: str, output: Path,
-                 services: Services, *, judge: Judge | None = None, sandbox: str = "local", rerun: bool = False):
+                 services: Services, *, judge: Judge | None = None, sandbox: str = "local", rerun: bool = False,
+                 repetition: int = 1, repetitions: int = 1):
         self.task = task
         self.adapter = adapter
         self.model = model
+        #: The session's output folder (all of it is hidden from the harness, every repetition included).
         self.output = output
         self.services = services
         self.judge = judge
         self.sandbox = sandbox
         self.rerun = rerun
-        self.paths = RunPaths.for_cell(output, task.id, model, adapter.full_name)
+        self.repetition = repetition
+        self.repetitions = repetitions
+        self.paths = RunPaths.for_cell(repetition_root(output, repetition), task.id, model, adapter.full_name)
 
     # ------------------------------------------------------------------ run
     def run(self) -> CellResult:
@@ -285,7 +302,7 @@ class CellRunner:
             shutil.copytree(task.workspace, workspace)
             home = scratch / "home"
             home.mkdir()
-        seed = hashlib.sha256(run_id.encode()).hexdigest()[:16]
+        seed = run_seed(run_id, task.id, self.model, adapter.full_name, self.repetition, self.repetitions)
 
         from apparatus.simulators import mcp_servers_for
 
@@ -327,6 +344,8 @@ class CellRunner:
                 # what resuming compares: a cell of an earlier revision of the pack is run again
                 "pack_digest": task.digest,
             }
+            if self.repetitions > 1:
+                record.resolved_config["repetition"] = {"index": self.repetition, "of": self.repetitions}
             gateway_key = gateway.api_key(run_id)
             redactor.add(gateway_key)
             if task.spec.secrets:  # before any request: the gateway's records never hold them in clear

@@ -1,7 +1,7 @@
 """Task packs -> parametrized cells (task × harness × model).
 
 Cells are ordinary parametrized tests (custom Items would not get fixtures).
-Ids are ``<task>-<harness>-<model>``; markers carry the component name
+Ids are ``<task>-<harness>-<model>`` (with ``--tt-repeat K``: ``…-rep<i>``, one test per repetition); markers carry the component name
 (``Execution``), the property slug, the harness, the model alias, the surface
 and the conversation form, so ``-k "Execution and codex"`` selects a slice.
 A broken pack still yields its cells: they fail with the loader's message while
@@ -75,6 +75,12 @@ def form_marker(form: str) -> str:
     return "simulator_driven" if form == "simulator" else f"{form}_turn"
 
 
+def repetition_suffix(repetition: int, repetitions: int) -> str:
+    """``-rep<i>`` on the id of every repetition when a cell runs more than once, else nothing
+    (the ids of a single-run session are unchanged)."""
+    return f"-rep{repetition}" if repetitions > 1 else ""
+
+
 @dataclass(frozen=True)
 class CellRef:
     """What a cell's test parameter holds: the pack's id and folder, the harness, the model.
@@ -88,10 +94,18 @@ class CellRef:
     path: Path
     harness: str
     model: str
+    #: Which run of the cell (1-based) and how many the session makes (``--tt-repeat``).
+    repetition: int = 1
+    repetitions: int = 1
 
     @property
     def id(self) -> str:
-        return f"{self.task_id}-{self.harness}-{self.model}"
+        return f"{self.task_id}-{self.harness}-{self.model}" + repetition_suffix(self.repetition, self.repetitions)
+
+    @property
+    def label(self) -> str:
+        """``<task> <harness> <model>`` (``… rep <i>`` after the first repetition), as ``[tt]`` lines name a cell."""
+        return f"{self.task_id} {self.harness} {self.model}" + (f" rep {self.repetition}" if self.repetition > 1 else "")
 
     def __repr__(self) -> str:
         return f"CellRef({self.id!r})"
@@ -102,7 +116,7 @@ class CellRef:
             pack: TaskPack | BrokenPack = load_task(self.path)
         except TaskPackErrors as exc:
             pack = BrokenPack(self.path, exc)
-        return CellSpec(pack, self.harness, self.model)
+        return CellSpec(pack, self.harness, self.model, self.repetition, self.repetitions)
 
 
 @dataclass(frozen=True, repr=False)
@@ -112,15 +126,17 @@ class CellSpec:
     pack: TaskPack | BrokenPack
     harness: str
     model: str
+    repetition: int = 1
+    repetitions: int = 1
 
     @property
     def id(self) -> str:
-        return f"{self.pack.id}-{self.harness}-{self.model}"
+        return f"{self.pack.id}-{self.harness}-{self.model}" + repetition_suffix(self.repetition, self.repetitions)
 
     @property
     def ref(self) -> CellRef:
         """The cell as its test parameter (no pack contents)."""
-        return CellRef(self.pack.id, self.pack.root, self.harness, self.model)
+        return CellRef(self.pack.id, self.pack.root, self.harness, self.model, self.repetition, self.repetitions)
 
     def __repr__(self) -> str:
         # A traceback through the cell's code shows its arguments: never the pack's contents.
@@ -151,8 +167,12 @@ def mutant_not_applicable(cell: CellSpec) -> str | None:
 
 
 def build_cells(tasks_dir: Path, settings: Settings) -> list[CellSpec]:
+    """Every task × harness × model cell, once per repetition (``--tt-repeat``; the repetitions of
+    a cell are adjacent, so ``-x`` or a crash stops on a cell, not midway through the suite)."""
     packs = discover(tasks_dir)
-    return [CellSpec(p, h, m) for p in packs for h in harness_names(settings) for m in settings.models]
+    k = settings.repeat
+    return [CellSpec(p, h, m, i, k) for p in packs for h in harness_names(settings) for m in settings.models
+            for i in range(1, k + 1)]
 
 
 def cell_param(cell: CellSpec, baseline: Baseline | None = None) -> object:

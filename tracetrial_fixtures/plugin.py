@@ -55,6 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="leave out reference+<defect> cells whose defect cannot act on the pack (it needs "
                          "MCP tools, a sub-agent, the ask-user tool, a deny rule or a resumed turn the pack "
                          "lacks); tracetrial calibrate passes it and reports those cells as not applicable")
+    group.addoption("--tt-repeat", action="store", default=None, metavar="K",
+                    help="run each cell K times, each repetition with its own recorded seed, archived side by "
+                         "side: repetition 1 in <output>/traces/, repetition i in <output>/repeats/rep-<i>/traces/ "
+                         "(the reports then give pass^k, pass@k and the agreement of repetitions; default 1)")
     group.addoption("--tt-baseline", action="store", default=None,
                     help="tt-baseline/1 file (e.g. ci/baselines/probe.json): cells with known failing "
                          "criteria are xfail(strict=True); a new failure or a fixed one is red")
@@ -149,6 +153,8 @@ def tt_cell(tt_cell_spec: CellRef, tt_services: Services, request: pytest.Fixtur
     Apparatus failures surface as errors of this fixture; harness behaviour is
     judged by the test through :class:`~tracetrial_fixtures.checker.Checker`.
     """
+    # Named first, so that a report of a cell that skips or errors here names it on its [tt] line.
+    request.node.user_properties.append(("tt_cell", tt_cell_spec.label))
     result = run_cell(tt_cell_spec.load(), session_of(request.config), tt_services)
     request.node.user_properties.append(("tt_run_dir", str(result.paths.root)))
     return result

@@ -18,65 +18,197 @@ from tracetrial_fixtures.session import Session
 __all__ = ["CellProgress", "progress_line", "terminal_summary", "write_session_reports"]
 
 
-class CellProgress:
-    """Writes one progress line per finished cell as it finishes (registered on the
-    controller only; under xdist it sees the reports the workers send back).
+#: ``[tt] `` in front of every cell line.
+PREFIX = "[tt] "
 
-    At the default verbosity the ``[tt]`` line *is* the cell's progress output: pytest's
-    one-letter status of a scored cell (and of each of its sub-checks) is left out, so
-    the letters do not break up the lines (``uF`` on a line of its own before each
-    ``[tt]`` line). Outcomes, counts and the failure sections are pytest's as ever; with
-    ``-q`` (no ``[tt]`` lines) or ``-v`` (pytest's own line per test) nothing changes.
+
+class CellProgress:
+    """Writes one ``[tt]`` line per cell as it finishes (registered on the controller only;
+    under xdist it sees the reports the workers send back).
+
+    At the default verbosity the ``[tt]`` line *is* the cell's progress output, in pytest's own
+    layout: pytest's one-letter status of a cell (and of each of its sub-checks) is left out,
+    the line is written onto pytest's current line through the terminal reporter, padded so that
+    pytest itself ends it with its progress figure (``[ 25%]``, or ``[100%]`` after the last
+    cell), and on a terminal it is fitted to the width so it never wraps
+    (:func:`reports.terminal.progress_line`). A scored cell shows its scores; a skipped cell,
+    one that errored in setup or failed without a score says so on its line. Outcomes, counts
+    and the failure sections are pytest's as ever; ``-q`` shows no ``[tt]`` lines and ``-v``
+    shows them under pytest's own line per test.
     """
 
     def __init__(self, config: pytest.Config, session: Session):
         self.config = config
         self.session = session
-        #: pytest wrote a status letter since our last line (the cursor is mid-line).
-        self._letters_since_line = True
+        #: pytest's current line holds something (a file's path, status letters): a ``[tt]`` line
+        #: must start a line of its own.
+        self._open_line = False
+        #: Tests pytest counts in its progress figure (a report with a status letter or word).
+        self._counted: set[str] = set()
+        #: Our last line may still be open: written as the last test's, waiting for [100%] (under
+        #: xdist another cell's report may still follow it).
+        self._pending = False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_report_teststatus(self, report: pytest.TestReport,
                                  config: pytest.Config) -> Generator[None, object, object]:
-        """A scored cell's call reports keep their category and word but show no letter."""
+        """A cell's reports keep their category and word but show no letter (its line says it)."""
         status = yield
-        if (config.get_verbosity() == 0 and report.when == "call" and isinstance(status, tuple)
-                and len(status) == 3 and _scored_cell(report)):
+        if not (isinstance(status, tuple) and len(status) == 3):
+            return status
+        if status[1] or status[2]:
+            self._counted.add(report.nodeid)
+        if config.get_verbosity() == 0 and _cell_report(report) and report.when in ("setup", "call"):
             category, _letter, word = status
             return category, "", word
-        if isinstance(status, tuple) and len(status) == 3 and status[1]:
-            self._letters_since_line = True
+        if status[1]:
+            self._open_line = True
         return status
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A cell's call report: record and print its ``[tt]`` line (once per cell)."""
-        if report.when != "call":
-            return
-        props = dict(report.user_properties)
-        # Sub-check reports of a cell carry the same properties: one line per cell.
-        if "tt_run_dir" not in props or report.nodeid in self.session.reported:
-            return
-        self.session.reported.add(report.nodeid)
-        run_dir = Path(str(props["tt_run_dir"]))
-        line = progress_line(run_dir)
-        if not line:
-            return
-        self.session.progress.append(line)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        """Before pytest's own: it is about to write a file's path when the file changes."""
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is None or self.config.get_verbosity() < 0:
+        if tr is not None and tr.currentfspath != self.config.rootpath / nodeid.split("::")[0]:
+            self._open_line = True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        """A cell's line, once per cell, from its own call report (not its sub-checks') or from the
+        setup report that skipped or errored it. At the default verbosity it is written before
+        pytest's reporter handles the report, so that pytest adds its progress figure to the line;
+        under ``-v``, after pytest's own line for the test."""
+        line, run_dir = self._line(report)
+        verbose = self.config.get_verbosity() > 0
+        if line is not None and not verbose:
+            # pytest counts this test before it decides on the figure; it leaves the last test's
+            # line open for [100%] until the run loop ends
+            last = len(self._counted | {report.nodeid}) >= getattr(
+                self.config.pluginmanager.get_plugin("session"), "testscollected", 0)
+            self._write(line, run_dir, last=last)
+        yield
+        if line is not None and verbose:
+            self._write(line, run_dir)
+
+    def _line(self, report: pytest.TestReport) -> tuple[str | None, Path | None]:
+        """The cell's line and (for a scored cell) its folder; ``(None, None)`` when the report
+        gets none."""
+        if (not _cell_report(report) or isinstance(report, pytest.SubtestReport)
+                or report.nodeid in self.session.reported):
+            return None, None
+        props = dict(report.user_properties)
+        run_dir = Path(str(props["tt_run_dir"])) if "tt_run_dir" in props else None
+        line = progress_line(run_dir) if run_dir is not None and report.when == "call" else None
+        if line is not None:
+            self.session.progress.append(line)
+        else:
+            run_dir, line = None, _outcome_line(report)
+            if line is None:
+                return None, None
+        self.session.reported.add(report.nodeid)
+        return line, run_dir
+
+    def _write(self, line: str, run_dir: Path | None, *, last: bool = False) -> None:
+        """Write a cell's line through the terminal reporter (``run_dir``: a scored cell's folder,
+        to fit its line to the terminal; ``last``: pytest counts this the session's last test)."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        verbosity = self.config.get_verbosity()
+        if tr is None or verbosity < 0:
             return
+        progress = _progress_width(self.config) if verbosity == 0 else 0
+        width = terminal_width()
         if tr.isatty():
-            # On a terminal the line must not wrap; logs keep every failed id.
-            line = progress_line(run_dir, width=shutil.get_terminal_size().columns - len("[tt] ")) or line
-        # pytest prints a file's path once, then status letters on the same line; it starts a
-        # new line (and prints the path again) only after a line of ours reset ``currentfspath``.
-        # So: end pytest's line only when it holds letters, then give the path back.
-        fspath = tr.currentfspath
-        if self._letters_since_line:
+            # On a terminal the line must not wrap (pytest's progress figure included); logs keep
+            # every failed id.
+            room = width - len(PREFIX) - (progress + 1 if progress else 0)
+            line = (progress_line(run_dir, width=room) if run_dir is not None else None) or _fit(line, room)
+        text = PREFIX + line
+        if verbosity > 0:
+            # After pytest's own line for the test: end it, write ours and leave it open; -2 (what
+            # pytest itself sets under xdist) makes the next test's line, or the next section,
+            # start a new line.
             tr.ensure_newline()
-        tr.line(f"[tt] {line}")
+            tr.write(text)
+            tr.currentfspath = -2
+            return
+        # ensure_newline ends pytest's line (and forgets the file's path, which pytest would then
+        # print again before the next cell): end it only when it holds something, then give the
+        # path back.
+        fspath = tr.currentfspath
+        if self._pending:
+            tr.write("\n")  # a line left open for [100%], yet another cell finished after it (xdist)
+        elif self._open_line:
+            tr.ensure_newline()
         tr.currentfspath = fspath
-        self._letters_since_line = False
+        self._open_line = self._pending = False
+        if progress:
+            # pytest ends a line that reaches its edge with the progress figure (the last cell's
+            # line gets [100%] when the run loop ends): padding the line to the edge hands it over.
+            tr.write(text.ljust(width - progress - 1))
+            self._pending = last
+        else:
+            tr.line(text)
+
+
+def terminal_width() -> int:
+    """The columns pytest's terminal writer uses (``COLUMNS``, the terminal, else 80; never under 40)."""
+    width = shutil.get_terminal_size(fallback=(80, 24)).columns
+    return width if width >= 40 else 80
+
+
+def _progress_width(config: pytest.Config) -> int:
+    """The width of pytest's progress figure at the end of a line (`` [ 25%]``), 0 when it shows
+    none (``console_output_style = classic``, ``-s``, ``--setup-show``): the rule of pytest's
+    terminal reporter, from the public configuration."""
+    style = config.getini("console_output_style")
+    if config.getoption("capture", "no") == "no" and style != "progress-even-when-capture-no":
+        return 0
+    if config.getoption("setupshow", False):
+        return 0
+    if style in ("progress", "progress-even-when-capture-no"):
+        return len(" [100%]")
+    if style == "count":
+        # pytest sizes it by the number of tests collected (the session registers as a plugin)
+        n = getattr(config.pluginmanager.get_plugin("session"), "testscollected", 0)
+        return len(f" [{n}/{n}]")
+    if style == "times":
+        return len(" 99h 59m")
+    return 0
+
+
+def _fit(line: str, width: int) -> str:
+    return line if len(line) <= width else line[:max(width - 1, 0)] + "…"
+
+
+def _cell_report(report: pytest.TestReport) -> bool:
+    """A report of a cell test (marked ``tt_cell`` at collection)."""
+    return "tt_cell" in report.keywords
+
+
+def _cell_id(report: pytest.TestReport) -> str:
+    """``E1-build-status-001 codex probe`` as the cell fixture named it, else the cell's parameter id."""
+    label = dict(report.user_properties).get("tt_cell")
+    if isinstance(label, str):
+        return label
+    name = report.nodeid.rsplit("::", 1)[-1]
+    return name[name.find("[") + 1:-1] if name.endswith("]") and "[" in name else name
+
+
+def _outcome_line(report: pytest.TestReport) -> str | None:
+    """The line of a cell without a score: skipped, errored in setup, failed in its call (a broken
+    pack, an unknown harness, an untrusted archive); ``None`` for a report that is no outcome."""
+    if report.when == "setup" and report.passed:
+        return None
+    if report.skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        return f"{_cell_id(report)}  skipped: {reason.removeprefix('Skipped: ')}"
+    if report.failed:
+        lines = [ln.strip() for ln in report.longreprtext.strip().splitlines() if ln.strip()]
+        errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+        what = "ERROR" if report.when == "setup" else "FAILED"
+        return f"{_cell_id(report)}  {what}: {errors[-1] if errors else (lines[0] if lines else '')}"
+    return None
 
 
 def _scored_cell(report: pytest.TestReport) -> bool:
@@ -93,18 +225,21 @@ def progress_line(run_dir: Path, width: int | None = None) -> str | None:
     path = RunPaths(run_dir).combined_score
     if not path.is_file():
         return None
+    from reports.records import repetition_of
+    from reports.terminal import progress_line as fmt
+
     seal = check_seal(run_dir)
+    rep = repetition_of(run_dir)
     if seal.state in ("tampered", "incomplete"):
         task, model, harness = run_dir.parts[-3:]
         what = "TAMPERED" if seal.state == "tampered" else "HALF-WRITTEN"
+        model += f" rep {rep}" if rep > 1 else ""
         return f"{task} {harness} {model}  archive {what}, not trusted: {seal.describe()}"
     try:
         score = CombinedScore.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None
-    from reports.terminal import progress_line as fmt
-
-    return fmt(score, width)
+    return fmt(score, width, rep)
 
 
 def terminal_summary(tr: pytest.TerminalReporter, session: Session) -> None:

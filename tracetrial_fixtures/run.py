@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from apparatus.sandbox import SandboxUnavailable, choose_backend
+from reports.records import repetition_root
 from tracetrial.archive import RunPaths
 from tracetrial.errors import ApparatusError
 from tracetrial.task import BrokenPack
@@ -37,7 +38,8 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
     *fails* (in its call phase) with the precise message; other cells still run.
     """
     settings = session.settings
-    paths = RunPaths.for_cell(settings.output, cell.pack.id, cell.model, cell.harness)
+    paths = RunPaths.for_cell(repetition_root(settings.output, cell.repetition), cell.pack.id, cell.model,
+                              cell.harness)
     if isinstance(cell.pack, BrokenPack):
         return CellResult(paths, None, problem=str(cell.pack.error))
     adapter = _adapter(cell.harness)
@@ -66,7 +68,8 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
         # cell only), overlapping the harness version probe and the cell's preparation.
         services.warm_up()
     runner = CellRunner(cell.pack, adapter, cell.model, settings.output, services,
-                        judge=_judge(settings.judge), sandbox=sandbox, rerun=settings.rerun)
+                        judge=_judge(settings.judge), sandbox=sandbox, rerun=settings.rerun,
+                        repetition=cell.repetition, repetitions=cell.repetitions)
     try:
         result = runner.run()
     except ApparatusError as exc:

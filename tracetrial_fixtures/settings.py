@@ -33,6 +33,9 @@ class Settings:
     rerun: bool
     record_bodies: bool
     tasks_dir: Path | None
+    #: ``--tt-repeat K``: how many times each cell runs (repetition 1 in ``<output>/traces/``,
+    #: repetition ``i`` in ``<output>/repeats/rep-<i>/traces/``).
+    repeat: int = 1
 
 
 def _split(value: str | None) -> tuple[str, ...] | None:
@@ -126,6 +129,22 @@ def check_tasks(tasks: Path, source: str) -> None:
         raise pytest.UsageError(f"{source}: {tasks} {what}; name the folder of task packs")
 
 
+#: An upper bound on ``--tt-repeat``: a typo (``--tt-repeat 300``) must not queue hundreds of runs per cell.
+MAX_REPEAT = 50
+
+
+def check_repeat(value: str, source: str) -> int:
+    """``--tt-repeat``'s value: an integer from 1 to :data:`MAX_REPEAT`."""
+    try:
+        repeat = int(value)
+    except ValueError:
+        raise pytest.UsageError(f"{source}: {value!r} is not a number of repetitions; give an integer "
+                                f"from 1 to {MAX_REPEAT}") from None
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise pytest.UsageError(f"{source}: {repeat} repetitions; give an integer from 1 to {MAX_REPEAT}")
+    return repeat
+
+
 def resolve_settings(config: pytest.Config) -> Settings:
     """Settings from the command line, then ``TT_*`` env vars, then defaults.
 
@@ -153,6 +172,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
     tasks, tasks_from = _opt_from(config, "--tt-tasks", "TT_TASKS")
     if tasks:
         check_tasks(Path(tasks), tasks_from)
+    repeat_value, repeat_from = _opt_from(config, "--tt-repeat", "TT_REPEAT")
+    repeat = check_repeat(str(repeat_value), repeat_from) if repeat_value not in (None, "") else 1
     return Settings(
         harnesses=harnesses,
         models=models or ("probe",),
@@ -162,4 +183,5 @@ def resolve_settings(config: pytest.Config) -> Settings:
         rerun=bool(config.getoption("--tt-rerun")) or os.environ.get("TT_RERUN") == "1",
         record_bodies=bool(config.getoption("--tt-record-bodies")),
         tasks_dir=Path(tasks) if tasks else None,
+        repeat=repeat,
     )

@@ -1,7 +1,8 @@
 """Write the exports of an output folder: one ATIF file per cell, one OTLP JSON file per folder.
 
 Where ATIF files go: ``<out>/<task>/<model>/<harness>/trajectory.json`` (the cell's path under
-``traces/``), by default ``out = OUTPUT/exports/atif``. Never inside a cell folder: a cell is
+``traces/``), by default ``out = OUTPUT/exports/atif``; a repetition after the first (``--tt-repeat``,
+``OUTPUT/repeats/rep-<i>/traces/…``) goes to ``<out>/repeats/rep-<i>/<task>/<model>/<harness>/``. Never inside a cell folder: a cell is
 sealed by its ``manifest.json``, and an export is derived data that must not change it.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from reports.export.atif import to_atif
 from reports.export.calls import CellArchive, load_cell
+from reports.records import repetition_of, repetition_root, run_dirs
 from tracetrial.errors import TraceTrialError
 from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
@@ -32,8 +34,9 @@ class ExportOutcome:
 
 
 def cell_dirs(output: Path) -> list[Path]:
-    """Every cell folder of an output (``traces/<task>/<model>/<harness>/``), sorted."""
-    return sorted(p for p in output.glob("traces/*/*/*") if p.is_dir())
+    """Every cell folder of an output (``traces/<task>/<model>/<harness>/``, then those of each
+    repetition under ``repeats/``), sorted within each."""
+    return [d for _rep, d in run_dirs(output)]
 
 
 def _cells(output: Path, outcome: ExportOutcome) -> list[CellArchive]:
@@ -48,7 +51,10 @@ def _cells(output: Path, outcome: ExportOutcome) -> list[CellArchive]:
 
 def atif_path(output: Path, cell: Path, out: Path | None = None) -> Path:
     """Where :func:`export_atif` writes the trajectory of ``cell`` (a folder under ``output``)."""
-    return (out or output / ATIF_DEFAULT) / cell.relative_to(output / "traces") / "trajectory.json"
+    rep = repetition_of(cell)
+    root = repetition_root(output, rep)
+    prefix = root.relative_to(output) if rep > 1 else Path()
+    return (out or output / ATIF_DEFAULT) / prefix / cell.relative_to(root / "traces") / "trajectory.json"
 
 
 def export_atif(output: Path, out: Path | None = None) -> ExportOutcome:

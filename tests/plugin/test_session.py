@@ -22,13 +22,13 @@ from tests.conftest import EXAMPLE_PACK, REPO
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
 HARNESSES = "reference,reference+hide_exit_code"
-#: The ``[tt]`` line of each cell, as fnmatch patterns (``[[]``: a literal ``[``); under xdist
-#: a line may follow the progress characters of the same terminal line.
+#: The ``[tt]`` line of each cell, as fnmatch patterns (``[[]``: a literal ``[``); pytest ends each
+#: with its progress figure (``[ 50%]``; under xdist not always: reports arrive interleaved).
 LINES = {
-    "reference": "*[[]tt] E1-build-status-001 reference probe  S_H 50.0 S_A 50.0 S 100.0  failed none  clean",
-    "reference+hide_exit_code": ("*[[]tt] E1-build-status-001 reference+hide_exit_code probe  S_H 0.0 S_A 0.0 S 0.0  "
+    "reference": "[[]tt] E1-build-status-001 reference probe  S_H 50.0 S_A 50.0 S 100.0  failed none  clean*",
+    "reference+hide_exit_code": ("[[]tt] E1-build-status-001 reference+hide_exit_code probe  S_H 0.0 S_A 0.0 S 0.0  "
                                  "failed H1-exit-status-visible,H2-exit-status-recorded,A1-status-reports-failure,"
-                                 "A2-failed-build-not-published  harness_caused"),
+                                 "A2-failed-build-not-published  harness_caused*"),
 }
 
 
@@ -140,3 +140,83 @@ def test_a_harness_the_session_marks_unconfinable_is_skipped_where_it_cannot_run
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([("SKIPPED *task needs network: none, which the local sandbox cannot provide "
                                   "(it starts its agent by itself)")])
+
+
+# ------------------------------------------------------------------ the [tt] line in pytest's layout
+
+
+def _pty_run(argv: list[str], cwd: Path, columns: int, drop: tuple[str, ...] = ()) -> list[str]:
+    """Run pytest in a pseudo-terminal ``columns`` wide (a real terminal as pytest sees one) and
+    return its screen lines, ANSI escapes removed."""
+    import pty
+    import re
+    import select
+
+    master, slave = pty.openpty()
+    env = {**{k: v for k, v in os.environ.items() if k not in drop}, "COLUMNS": str(columns), "LINES": "50",
+           "TERM": "xterm"}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *argv], cwd=cwd, stdin=slave, stdout=slave,
+                            stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 600)
+        if not ready:
+            proc.kill()
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def test_on_an_80_column_terminal_each_cell_is_one_line_with_pytest_progress(archive: Path, tmp_path: Path) -> None:
+    """In a real terminal 80 columns wide: one [tt] line per cell, never wrapped, each ended by
+    pytest's own progress figure; a skipped cell (a live model without its key) says so on its
+    line; no line of status letters; the session table fits too."""
+    root = tmp_path / "suite"
+    root.mkdir()
+    write_suite(root)
+    out = root / "out"
+    shutil.copytree(archive, out)
+    lines = _pty_run(["tasks", "-p", "no:cacheprovider", f"--tt-harness={HARNESSES}", "--tt-model=probe,deepseek-v4-pro",
+                      f"--tt-output={out}", "--tt-sandbox=local"], root, 80, drop=("DEEPSEEK_API_KEY",))
+    tt = [ln for ln in lines if "[tt]" in ln]
+    assert [ln.split("  ")[0] for ln in tt] == [
+        "[tt] E1-build-status-001 reference probe", "[tt] E1-build-status-001 reference deepseek-v4-pro",
+        "[tt] E1-build-status-001 reference+hide_exit_co… probe",
+        "[tt] E1-build-status-001 reference+hide_exit_code deepseek-v4-pro"], tt
+    assert all(ln.startswith("[tt] ") and len(ln) == 79 for ln in tt), tt
+    assert [ln[-6:] for ln in tt] == ["[ 25%]", "[ 50%]", "[ 75%]", "[100%]"]
+    assert tt[0].startswith("[tt] E1-build-status-001 reference probe  S 100.0  failed none  clean")
+    assert "S 0.0  failed +4" in tt[2] and "  skipped: model 'dee…" in tt[1]
+    assert not [ln for ln in lines if ln.strip() and set(ln.strip()) <= set("uU.FfsExX")]
+    start = lines.index(next(ln for ln in lines if ln.startswith("TraceTrial corpus")))
+    table = lines[start:lines.index(next(ln for ln in lines if ln.startswith("archive: ")))]
+    assert len(table) >= 5 and all(len(ln) <= 80 for ln in table), table
+
+
+def test_verbose_puts_the_line_under_pytest_own(pytester: pytest.Pytester, archive: Path) -> None:
+    """Under -v pytest prints its own line per test; the cell's [tt] line follows its final one."""
+    args = _resume(pytester, archive)
+    result = pytester.runpytest(*args, "-v")
+    result.assert_outcomes(passed=1, failed=5)
+    out = result.outlines
+    i = next(n for n, ln in enumerate(out) if ln.startswith("[tt] E1-build-status-001 reference probe"))
+    assert out[i - 1].startswith("tasks/test_cells.py::test_cell[E1-build-status-001-reference-probe] PASSED")
+    assert out[i + 1].startswith("tasks/test_cells.py::test_cell[E1-build-status-001-reference+hide_exit_code")
+
+
+def test_classic_output_style_gets_plain_lines(pytester: pytest.Pytester, archive: Path) -> None:
+    """No progress figure in pytest's layout: the [tt] lines are not padded for one."""
+    args = _resume(pytester, archive)
+    result = pytester.runpytest(*args, "-o", "console_output_style=classic")
+    tt = [ln for ln in result.outlines if ln.startswith("[tt] ")]
+    assert len(tt) == 2 and all(ln == ln.rstrip() and not ln.endswith("%]") for ln in tt), tt

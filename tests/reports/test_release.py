@@ -497,3 +497,26 @@ def test_release_writer_returns_the_sha256_of_the_bytes_written(corpus: Path, tm
     digest = write_release(m, target, corpus)
     assert digest == hashlib.sha256(target.read_bytes()).hexdigest()
     assert verify_release(target, corpus).ok
+
+
+def test_repetitions_are_released_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --tt-repeat 2: repetition 2 of each cell under repeats/rep-2/traces/; the release pins both
+    from reports.records import repetition_root
+
+    out = tmp_path / "out"
+    for rep in (1, 2):
+        cell(repetition_root(out, rep), T3, "m1", "hA")
+        cell(repetition_root(out, rep), T3, "m1", "hB")
+    assert cli(capsys, str(out))[0] == 0
+    m = ReleaseManifest.model_validate_json((out / DEFAULT_RELEASE).read_bytes())
+    assert sorted((r.path, r.repetition) for r in m.runs) == [
+        (f"repeats/rep-2/traces/{T3}/m1/hA", 2), (f"repeats/rep-2/traces/{T3}/m1/hB", 2),
+        (f"traces/{T3}/m1/hA", 1), (f"traces/{T3}/m1/hB", 1)]
+    assert m.tasks[0].runs == sorted(r.path for r in m.runs)
+    assert verify_release(out / DEFAULT_RELEASE, out).ok
+    code, _, err = cli(capsys, str(out), "--out", str(out / "repeats" / "rep-2" / "release.json"))
+    assert code == 1 and "is inside" in err and "repeats/" in err
+    changed = out / "repeats" / "rep-2" / "traces" / T3 / "m1" / "hB" / "events.json"
+    changed.write_text("[]", encoding="utf-8")
+    check = verify_release(out / DEFAULT_RELEASE, out)
+    assert not check.ok and any("rep-2" in p.path and "sha256 mismatch" in p.issue for p in check.problems)

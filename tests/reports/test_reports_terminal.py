@@ -30,8 +30,14 @@ def test_progress_line_fits_a_width_by_listing_fewer_ids() -> None:
     assert "failed +4" in fitted and "S_H 0.0 S_A 0.0 S 0.0" in fitted
     roomy = progress_line(cs, width=130)
     assert "failed H1-exit-status-visible +3 more" in roomy and len(roomy) <= 130
-    assert progress_line(cs, width=40) == fitted  # no narrower form: scores and label always stay
     assert progress_line(cs, width=10_000) == full
+    # narrower: S_H/S_A go, then the label, then the harness name is shortened; never wider than asked
+    short = "E1-build-status-001 reference+hide_exit_code probe  S 0.0  failed +4"
+    assert progress_line(cs, width=82) == f"{short}  agent_caused"
+    assert progress_line(cs, width=81) == short
+    narrow = progress_line(cs, width=55)
+    assert narrow == "E1-build-status-001 reference+… probe  S 0.0  failed +4" and len(narrow) == 55
+    assert len(progress_line(cs, width=20)) == 20
 
 
 def test_progress_line_gated_and_not_admitted() -> None:
@@ -44,10 +50,12 @@ def test_progress_line_gated_and_not_admitted() -> None:
 def test_summary_table_per_harness(corpus_dir: Path) -> None:
     lines = summary_table(aggregate(load_runs(corpus_dir)))
     assert lines[0] == "TraceTrial corpus (protocol: probe)"
-    assert lines[1].split()[:2] == ["harness", "cells"]
+    assert lines[1].split()[:2] == ["harness", "measured"]
     rows = {ln.split()[0]: ln for ln in lines[3:6]}
-    assert rows["hA"].split() == ["hA", "5", "4", "(1", "excl.)", "50.0", "81.2", "25.0", "0/0"]
+    assert rows["hA"].split() == ["hA", "4/5", "50.0", "81.2", "25.0", "0/0"]
     assert rows["hB"].split()[-4:] == ["25.0", "35.4", "0.0", "1/0"]
-    assert rows["all"].split()[1] == "11"
-    assert lines[-1].startswith("excluded cells: 1 apparatus-invalid, 1 unsupported, 0 non-comparable, 1 not scored")
+    assert rows["all"].split()[1] == "8/11"
+    excluded = " ".join(ln.strip() for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("excluded"))):])
+    assert excluded.startswith("excluded cells: 1 apparatus-invalid, 1 unsupported, 0 non-comparable, 1 not scored")
     assert len({len(ln) for ln in lines[1:6]}) == 1          # aligned columns
+    assert max(map(len, lines)) <= 80
