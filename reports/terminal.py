@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from reports.schema import CorpusSummary, GroupMetrics, RepeatMetrics, Share
+from reports.schema import CellCounts, CorpusSummary, GroupMetrics, RepeatMetrics, Share
 from tracetrial.results import CombinedScore
 
 #: Failed criterion ids shown on a progress line before "+N more".
@@ -121,6 +121,17 @@ def _repeat_lines(summary: CorpusSummary) -> list[str]:
     return [f"repeated runs (up to {k} per cell; a run passes at S = 100):", *_fmt(table)]
 
 
+def _all_cells(summary: CorpusSummary) -> CellCounts:
+    """Every cell of the output by status: the corpus pool plus the calibration instrument when it
+    is kept apart (an excluded calibration cell, e.g. a TAMPERED one, must still be announced)."""
+    o = summary.overall.cells
+    cal = summary.calibration
+    if cal is None or cal.included_in_pools:
+        return o
+    c = cal.overall.cells
+    return CellCounts(**{f: getattr(o, f) + getattr(c, f) for f in CellCounts.model_fields})
+
+
 def summary_table(summary: CorpusSummary) -> list[str]:
     """Lines for ``pytest_terminal_summary`` (rates ×100, '-' = not available), at most 80 columns
     for usual harness names: the evaluated harnesses and their pool ('all'), the calibration
@@ -140,7 +151,7 @@ def summary_table(summary: CorpusSummary) -> list[str]:
         lines.append("calibration instrument (reference and mutants, not in 'all'):")
         lines += table[2 + len(rows):]
     notes = ["measured = measured/cells; success = agent task success; H macro = mean p_H/n_H"]
-    o = summary.overall.cells
+    o = _all_cells(summary)
     if o.total != o.measured:
         notes.append(f"excluded cells: {o.apparatus_invalid} apparatus-invalid, {o.unsupported} unsupported, "
                      f"{o.non_comparable} non-comparable, {o.not_scored} not scored"

@@ -59,3 +59,24 @@ def test_summary_table_per_harness(corpus_dir: Path) -> None:
     assert excluded.startswith("excluded cells: 1 apparatus-invalid, 1 unsupported, 0 non-comparable, 1 not scored")
     assert len({len(ln) for ln in lines[1:6]}) == 1          # aligned columns
     assert max(map(len, lines)) <= 80
+
+
+def test_summary_table_announces_excluded_calibration_cells(corpus_dir: Path) -> None:
+    """A TAMPERED or unscored reference cell is kept apart from the corpus pool but still announced."""
+    from reports.schema import CalibrationSection, CellCounts
+
+    base = aggregate(load_runs(corpus_dir))
+    group = base.overall.model_copy(update={"cells": CellCounts(total=1, tampered=1)})
+    clean = base.overall.model_copy(update={"cells": CellCounts(total=2, measured=2)})
+    summary = base.model_copy(update={
+        "overall": clean, "by_harness": {"hA": clean},
+        "calibration": CalibrationSection(included_in_pools=False, by_harness={"reference+x": group}, overall=group)})
+    lines = summary_table(summary)
+    start = lines.index(next(ln for ln in lines if ln.startswith("excluded")))
+    note = " ".join(ln.strip() for ln in lines[start:start + 2])
+    assert note.startswith("excluded cells: 0 apparatus-invalid, 0 unsupported, 0 non-comparable, 0 not scored, "
+                           "1 TAMPERED")
+    # pooled: the corpus counts already hold the calibration cells, they are not counted twice
+    pooled = summary.model_copy(update={"calibration": CalibrationSection(
+        included_in_pools=True, by_harness={"reference+x": group}, overall=group)})
+    assert not any(ln.startswith("excluded") for ln in summary_table(pooled))
