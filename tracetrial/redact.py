@@ -26,7 +26,9 @@ CREDENTIAL_ENV_VARS = (
 
 #: Common key shapes (provider keys, bearer tokens, AWS ids, private key blocks).
 KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
+    # Not preceded by a word character: "desk-", "task-", "risk-" followed by a long slug are
+    # words, not keys (a redacted "task-export-…" would corrupt the very records it protects).
+    re.compile(r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
     re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
     re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),

@@ -102,6 +102,13 @@ def test_path_escapes_are_rejected(tmp_path: Path) -> None:
         ("API_KEY: zzzzzzzzzzzz", "API_KEY: [REDACTED]"),
         ("stamp token: ST-72079de735", "stamp token: ST-72079de735"),  # prose, not a credential
         ("max_tokens=4096 input_tokens: 123456789", "max_tokens=4096 input_tokens: 123456789"),
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", "key [REDACTED]"),
+        ("key=sk-proj-AbCdEfGhIjKlMnOpQrSt", "key=[REDACTED]"),
+        ('"sk-0123456789abcdef0123"', '"[REDACTED]"'),
+        # words ending in "sk" followed by a long slug are not keys
+        ("casedesk-replacement-parcels-queue", "casedesk-replacement-parcels-queue"),
+        ("task-export-nightly-rollup-2026", "task-export-nightly-rollup-2026"),
+        ("risk-register_quarterly_review", "risk-register_quarterly_review"),
     ],
 )
 def test_redactor_recognises_credentials_by_shape(text: str, expected: str) -> None:
