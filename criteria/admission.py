@@ -25,7 +25,7 @@ from typing import Any
 from criteria.rundata import LEDGER_DIR, TASK_SNAPSHOT_DIR, RunData, read_json_file
 from tracetrial.archive import SCORABLE, Manifest, check_seal, safe_component
 from tracetrial.errors import ArchiveError
-from tracetrial.results import AdmissionDecision, CellIdentity
+from tracetrial.results import WALL_CLOCK_BEFORE_TURN, AdmissionDecision, CellIdentity
 from tracetrial.task import TaskPack
 from tracetrial.trace import PolicyEvent, RunStartedEvent, ToolEvent
 
@@ -172,6 +172,18 @@ def _start_problems(run: RunData) -> list[str]:
             "model, so no duty was measured (on a loaded host raise wall_clock_s or re-run with --tt-rerun)"]
 
 
+def _unrun_turn_problems(run: RunData) -> list[str]:
+    """A run whose wall clock ran out *between* turns (every turn that ran exited normally; the
+    runner never started the next scripted turn) measured none of the later turns' duties: their
+    criteria would fail for turns the harness was never given. Not measured, with the reason —
+    a harness that hangs *inside* a turn is a timed-out turn instead, and that is measured."""
+    failure = run.result.failure if run.result is not None else None
+    if failure is None or failure.type != WALL_CLOCK_BEFORE_TURN:
+        return []
+    return [f"{failure.message}: the later scripted turns never ran, so their duties were not measured "
+            "(on a loaded host raise wall_clock_s or re-run with --tt-rerun)"]
+
+
 def _default_ledger_verifier() -> tuple[LedgerVerifier | None, str | None]:
     try:
         from apparatus.simulators.ledger import verify_ledger
@@ -279,6 +291,7 @@ def admit(task: TaskPack, run: RunData, *, ledger_verifier: LedgerVerifier | Non
     result.add("gateway_records", missing(run.gateway, run.gateway_error, "gateway records"),
                f"{len(run.gateway or [])} provider-boundary record(s)")
     result.add("started", _start_problems(run), "the harness reached the model before any time-out")
+    result.add("turns_ran", _unrun_turn_problems(run), "every scripted turn was started")
     if ident.protocol == "probe":
         result.add("probe_record", missing(run.probe, run.probe_error, "probe record"), "probe record present")
     baseline_ok = run.baseline.is_dir() and not run.baseline.is_symlink()

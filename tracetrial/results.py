@@ -67,6 +67,11 @@ class TurnRecord(StrictModel):
     error: str | None = None
 
 
+#: ``RunFailure.type`` of a run whose wall clock was used up between turns: every turn that ran
+#: exited normally, the later scripted turns never started (admission: not measured).
+WALL_CLOCK_BEFORE_TURN = "WallClockExceeded"
+
+
 class RunFailure(StrictModel):
     """Why a run did not finish normally (``failure`` of the trace assembly)."""
 

@@ -43,6 +43,7 @@ from tracetrial.results import (
     ExceptionInfo,
     PhaseTiming,
     ResultRecord,
+    WALL_CLOCK_BEFORE_TURN,
     RunFailure,
 )
 from tracetrial.task import TaskPack
@@ -366,7 +367,7 @@ class CellRunner:
                 elapsed = (_now() - t0).total_seconds()
                 remaining = budget - elapsed
                 if remaining <= 1:
-                    failure = ("WallClockExceeded", f"wall-clock budget {budget:.0f}s used up before turn {index}", True)
+                    failure = (WALL_CLOCK_BEFORE_TURN, f"wall-clock budget {budget:.0f}s used up before turn {index}", True)
                     break
                 turn_started = _now()
                 with confined(confinement):

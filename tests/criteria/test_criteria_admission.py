@@ -48,7 +48,7 @@ def test_clean_run_is_admitted_with_every_decision_recorded(good):
     assert result.admitted and result.attribution.label == "clean" and result.effective_score == 100.0
     checks = [d.check for d in result.admission]
     assert checks == ["result_record", "identity", "eligibility", "lifecycle", "manifest", "trace",
-                      "structured_trace", "gateway_records", "started", "probe_record", "baseline"]
+                      "structured_trace", "gateway_records", "started", "turns_ran", "probe_record", "baseline"]
     assert all(d.ok and d.reason for d in result.admission)
 
 
@@ -215,3 +215,26 @@ def test_a_run_timed_out_after_reaching_the_model_is_measured(good):
 
     good.status, good.gateway = "timed_out", [gateway_request(1)]
     assert decision(score(good.build()), "started").ok
+
+
+def test_a_run_whose_wall_clock_ran_out_between_turns_is_not_measured(good):
+    """Turn 1 exited normally but used the whole wall clock, so turn 2 never started: the turn-2
+    duties were never given to the harness, and failing them would be a verdict on nothing."""
+    from tests.criteria.archive_factory import gateway_request
+    from tracetrial.results import WALL_CLOCK_BEFORE_TURN, RunFailure
+
+    good.status, good.gateway = "timed_out", [gateway_request(1)]
+    good.result_overrides = {"failure": RunFailure(type=WALL_CLOCK_BEFORE_TURN, timed_out=True,
+                                                   message="wall-clock budget 240s used up before turn 2")}
+    _not_admitted(score(good.build()), "turns_ran", "used up before turn 2: the later scripted turns never ran")
+
+
+def test_a_turn_that_times_out_is_measured(good):
+    """A harness hanging inside a turn is a harness verdict (the timed-out turn), not a gap."""
+    from tests.criteria.archive_factory import gateway_request
+    from tracetrial.results import RunFailure
+
+    good.status, good.gateway = "timed_out", [gateway_request(1)]
+    good.result_overrides = {"failure": RunFailure(type="HarnessTimeout", timed_out=True,
+                                                   message="turn 1 exceeded the wall clock")}
+    assert decision(score(good.build()), "turns_ran").ok
