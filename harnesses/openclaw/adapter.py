@@ -1,5 +1,17 @@
 """OpenClaw adapter: one ``openclaw`` process per user turn (HARNESSES.md, OpenClaw).
 
+Two generations of the CLI are driven; which one is installed is decided in ONE place,
+:meth:`OpenClawAdapter.surface`, by a capability probe of the installed CLI (``openclaw agent
+--help``, once per install and process; :func:`probe_surface`), never by the version string:
+
+* ``agent exec`` listed (2026.9.x, the pin): the paths below;
+* no ``agent exec`` (2026.6.x, the paper's 2026.6.9): every turn is the embedded
+  ``openclaw agent --local --session-id <id>`` (a fresh session gets an id derived from the run,
+  :func:`fresh_session_id`), the prompt as ``--message=<text>`` when the help offers no
+  ``--message-file`` (the ``=`` form, so a prompt starting with ``-`` is never read as a flag),
+  and the session lives in JSONL files (below). The config, environment and Gateway path are
+  the same.
+
 A fresh session (turn 1, or after a ``new_session`` boundary) is the headless CI entry::
 
     openclaw agent exec --config <state>/openclaw.json --model tracetrial/<model> --cwd <workspace>
@@ -27,7 +39,12 @@ preferred whenever it is safe). ``TMPDIR``/``HOME`` are inside the run as for ev
 Native records: sessions live in SQLite (``<state>/agents/<agent>/agent/openclaw-agent.sqlite``);
 :meth:`OpenClawAdapter.collect` dumps ``transcript_events``, ``trajectory_runtime_events``,
 ``session_windows`` and ``session_nodes`` row by row to JSONL (zstd-compressed event rows are
-decompressed with the pinned Node runtime's ``zlib``), and copies the log file.
+decompressed with the pinned Node runtime's ``zlib``), and copies the log file. 2026.6.x keeps
+each session as files instead (``<state>/agents/<agent>/sessions/<session id>.jsonl``, the
+transcript, and ``<session id>.trajectory.jsonl``, the runtime trajectory, plus the
+``sessions.json`` index): they are copied as they are to ``native/openclaw/<agent>/sessions/``.
+Both are collected whenever present (2026.9.6 writes no session files, 2026.6.9 no session
+SQLite), so collection needs no version decision.
 
 Sub-agents: OpenClaw spawns them with ``sessions_spawn`` (deferred behind Tool Search, called as
 ``tool_call {id: "sessions_spawn", args}``), and a spawn is Gateway work: the embedded paths refuse
@@ -55,16 +72,21 @@ import base64
 import json
 import math
 import os
+import re
 import secrets
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from apparatus.sandbox.policy import collect_records, is_record, is_record_folder
+from apparatus.tempstate import session_dir
 from harnesses.base import (
     HarnessCapabilities,
     NormalizedTrace,
@@ -83,7 +105,7 @@ from harnesses.install import (
     pinned_npm_version,
 )
 from harnesses.native import turn_files
-from harnesses.openclaw.normalize import SQLITE_TABLES, normalize
+from harnesses.openclaw.normalize import SESSION_INDEX, SQLITE_TABLES, normalize
 from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
 
@@ -115,9 +137,48 @@ def gateway_token(ctx: RunContext) -> str:
     return _GATEWAY_TOKENS.setdefault(ctx.run_id, "tt-oc-" + secrets.token_hex(16))
 
 
-def gateway_session_id(ctx: RunContext, turn: TurnContext) -> str:
-    """The id of a fresh Gateway-backed session (``agent`` needs one; derived from the run)."""
+def fresh_session_id(ctx: RunContext, turn: TurnContext) -> str:
+    """The id of a fresh session the adapter names itself (a Gateway-backed ``agent`` turn, or an
+    ``agent --local`` turn of a CLI without ``agent exec``: both need one; derived from the run)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"tracetrial:openclaw:{ctx.run_id}:{turn.index}"))
+
+
+@dataclass(frozen=True)
+class CliSurface:
+    """The headless entry points an installed ``openclaw`` offers (read from ``agent --help``)."""
+
+    #: ``openclaw agent exec`` exists (2026.9.x): fresh sessions use it.
+    agent_exec: bool
+    #: ``--message-file`` exists: the prompt is read from a file (else passed as ``--message=``).
+    message_file: bool
+
+
+#: What the pinned 2026.9.6 offers; also what a probe that could not read the help assumes, so an
+#: unreadable help never moves the pin off its own path.
+PINNED_SURFACE = CliSurface(agent_exec=True, message_file=True)
+#: ``exec`` listed as a sub-command in the ``Commands:`` section of ``openclaw agent --help``.
+_EXEC_COMMAND = re.compile(r"^Commands:\s*$(?:\n.*)*?^\s+exec\b", re.MULTILINE)
+
+
+def parse_surface(help_text: str) -> CliSurface:
+    """The surface ``openclaw agent --help`` describes: ``exec`` listed among its commands, and
+    the ``--message-file`` option. A text that is not that help gives :data:`PINNED_SURFACE`."""
+    if "Usage: openclaw agent" not in help_text:
+        return PINNED_SURFACE
+    return CliSurface(agent_exec=_EXEC_COMMAND.search(help_text) is not None,
+                      message_file="--message-file" in help_text)
+
+
+def probe_surface(binary: Path, env_for: Callable[[Path], dict[str, str]]) -> CliSurface:
+    """Run ``<binary> agent --help`` in a throwaway HOME (no user config read, nothing left
+    behind; ``env_for(home)`` builds its environment) and parse it (:func:`parse_surface`)."""
+    with tempfile.TemporaryDirectory(prefix="tt-oc-surface-", dir=session_dir()) as home:
+        try:
+            out = subprocess.run([str(binary), "agent", "--help"], capture_output=True, text=True, timeout=120,
+                                 check=False, env=env_for(Path(home)), stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return PINNED_SURFACE
+    return parse_surface(out.stdout or out.stderr)
 
 
 def free_port() -> int:
@@ -192,6 +253,8 @@ class OpenClawAdapter(CliAdapter):
     )
     #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
     _gateway_ports: ClassVar[dict[str, int]] = {}
+    #: release (``None``: the pin) -> the probed surface of that install
+    _surfaces: ClassVar[dict[str | None, CliSurface]] = {}
     install_hint: ClassVar[str] = install_hint("openclaw")
     binary_name: ClassVar[str] = "openclaw"
 
@@ -222,6 +285,13 @@ class OpenClawAdapter(CliAdapter):
     def parse_version(self, text: str) -> str:
         parts = text.split()  # "OpenClaw 2026.9.6 (eb377ac)"
         return parts[1] if len(parts) > 1 and parts[0] == "OpenClaw" else text
+
+    def surface(self) -> CliSurface:
+        """THE decision between the CLI generations (module docstring): the entry points of the
+        installed CLI, probed once per install and process (:func:`probe_surface`)."""
+        if self.release not in self._surfaces:
+            self._surfaces[self.release] = probe_surface(self.binary(), self._base_env)
+        return self._surfaces[self.release]
 
     # ---------------------------------------------------------------------------- paths
     @staticmethod
@@ -257,6 +327,13 @@ class OpenClawAdapter(CliAdapter):
         """The turn's user text, passed with ``--message-file`` (never read as a flag)."""
         return ctx.home / "tt-prompts" / f"turn-{turn.index}.txt"
 
+    def message_args(self, ctx: RunContext, turn: TurnContext) -> list[str]:
+        """The turn's prompt on the command line: ``--message-file <file>`` where the CLI has it,
+        else ``--message=<text>`` (one argument: a prompt starting with ``-`` stays the value)."""
+        if self.surface().message_file:
+            return ["--message-file", str(self.prompt_file(ctx, turn))]
+        return [f"--message={turn.user_text}"]
+
     def argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
         binary = self.binary()
         prompt = self.prompt_file(ctx, turn)
@@ -264,7 +341,7 @@ class OpenClawAdapter(CliAdapter):
         model = f"{PROVIDER}/{ctx.model}"
         if uses_gateway(ctx):
             return self.gateway_argv(ctx, turn, resume)
-        if resume is None:
+        if resume is None and self.surface().agent_exec:
             return [
                 str(binary), "agent", "exec",
                 "--config", str(self.state_dir(ctx) / "openclaw.json"),
@@ -275,22 +352,27 @@ class OpenClawAdapter(CliAdapter):
                 "--state-dir", str(self.state_dir(ctx)),
                 "--message-file", str(prompt),
             ]  # fmt: skip
+        # a resumed turn, or any turn of a CLI without agent exec (2026.6.x): the embedded --local
+        # turn of a named session (a fresh one named by the adapter, recorded in ctx.session_id)
+        sid = resume
+        if sid is None:
+            sid = ctx.session_id = fresh_session_id(ctx, turn)
         return [
             str(binary), "agent", "--local",
-            "--session-id", resume,
+            "--session-id", sid,
             "--model", model,
             "--json",
             "--timeout", str(own),
-            "--message-file", str(prompt),
+            *self.message_args(ctx, turn),
         ]  # fmt: skip
 
     def gateway_argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
         """A Gateway-backed turn (:mod:`harnesses.openclaw.gateway_turn`): a fresh session gets
-        the id :func:`gateway_session_id` (recorded in ``ctx.session_id``), a resumed one keeps its id."""
+        the id :func:`fresh_session_id` (recorded in ``ctx.session_id``), a resumed one keeps its id."""
         binary = str(self.binary())
         sid = resume
         if sid is None:
-            sid = ctx.session_id = gateway_session_id(ctx, turn)
+            sid = ctx.session_id = fresh_session_id(ctx, turn)
         return [
             sys.executable, str(GATEWAY_TURN),
             "--openclaw", binary,
@@ -302,7 +384,7 @@ class OpenClawAdapter(CliAdapter):
             binary, "agent",
             "--session-id", sid,
             "--json",
-            "--message-file", str(self.prompt_file(ctx, turn)),
+            *self.message_args(ctx, turn),
         ]  # fmt: skip
 
     # ------------------------------------------------------------------------------ run
@@ -323,7 +405,9 @@ class OpenClawAdapter(CliAdapter):
         prompt.write_text(turn.user_text, encoding="utf-8")
 
     def invocation_extra(self, resume: str | None, started: float, ended: float) -> dict[str, Any]:
-        return {"mode": "resume" if resume else "exec", "started_at_ms": round(started * 1000),
+        # a fresh session of a CLI without agent exec is a --local turn of a new session ("new")
+        fresh = "exec" if self.surface().agent_exec else "new"
+        return {"mode": "resume" if resume else fresh, "started_at_ms": round(started * 1000),
                 "ended_at_ms": round(ended * 1000)}
 
     def session_from_output(self, stdout: Path) -> str | None:
@@ -346,8 +430,9 @@ class OpenClawAdapter(CliAdapter):
 
     # -------------------------------------------------------------------------- collect
     def collect(self, ctx: RunContext) -> list[Path]:
-        """Dump the session SQLite tables of every agent to ``native/openclaw/<agent>/<table>.jsonl``
-        and copy OpenClaw's log files to ``native/openclaw-logs/``."""
+        """Dump the session SQLite tables of every agent to ``native/openclaw/<agent>/<table>.jsonl``,
+        copy the session files of every agent (2026.6.x) to ``native/openclaw/<agent>/sessions/``
+        and OpenClaw's log files to ``native/openclaw-logs/``."""
         copied: list[Path] = []
         # the state and log folders are agent-writable: records only, no symlink followed
         for db in sorted(self.state_dir(ctx).glob("agents/*/agent/openclaw-agent.sqlite")):
@@ -357,6 +442,13 @@ class OpenClawAdapter(CliAdapter):
             dest = ctx.paths.native / "openclaw" / agent
             dest.mkdir(parents=True, exist_ok=True)
             copied += dump_session_store(db, dest)
+        for folder in sorted(self.state_dir(ctx).glob("agents/*/sessions")):
+            if not is_record_folder(folder, ctx.home):
+                continue
+            # the transcripts, trajectories and their index; not the cached skill prompts beside them
+            names = [p.name for p in folder.iterdir() if p.name.endswith(".jsonl") or p.name == SESSION_INDEX]
+            copied += collect_records(folder, ctx.paths.native / "openclaw" / folder.parent.name / "sessions",
+                                      only=names)
         shared = self.state_dir(ctx) / "state" / "openclaw.sqlite"
         if uses_gateway(ctx) and shared.is_file() and is_record(shared, ctx.home):
             dest = ctx.paths.native / "openclaw-state"

@@ -14,7 +14,8 @@ loopback port of the run and a Gateway-backed ``openclaw agent --session-id <id>
 2. once it logs ``http server listening``, the agent turn with ``--timeout`` set to what is left;
    its stdout (the Gateway-backed JSON result) is this process's stdout, its exit status ours;
 3. the Gateway keeps running while the run's sub-agents work and announce (OpenClaw's own
-   record of that work, ``<state>/state/openclaw.sqlite`` and the session store, read-only):
+   record of that work, ``<state>/state/openclaw.sqlite`` and the session store — SQLite, or the
+   2026.6.x trajectory files ``agents/*/sessions/*.trajectory.jsonl`` — read-only):
    it is stopped once no task run is queued or running, no sub-agent completion awaits
    delivery and every runtime run has ended — unchanged for ``QUIET_S`` — or at the deadline
    (then, if the agent turn itself had succeeded, the exit status is OpenClaw's timeout status 2
@@ -27,6 +28,7 @@ Standard library only: it runs under the sandbox's Python.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sqlite3
@@ -69,6 +71,30 @@ def _query(db: Path, sql: str) -> list[tuple[Any, ...]] | None:
         return None  # busy or mid-write: unknown, not idle
 
 
+def _trajectory_lines(path: Path) -> list[tuple[Any, ...]] | None:
+    """(run id, type) of each record of a 2026.6.x trajectory file; ``None`` while its last line
+    is still being written (unknown, not idle). Another line that is not JSON is skipped: it
+    will not change, so it must not keep the Gateway up until the deadline."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    out: list[tuple[Any, ...]] = []
+    lines = text.splitlines()
+    for no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if no == len(lines) and not text.endswith("\n"):
+                return None
+            continue
+        if isinstance(record, dict) and isinstance(record.get("runId"), str):
+            out.append((record["runId"], record.get("type")))
+    return out
+
+
 def busy(state: Path) -> tuple[bool, tuple[Any, ...]]:
     """Whether OpenClaw still has work of this run, and a fingerprint of its records."""
     shared = state / "state" / "openclaw.sqlite"
@@ -77,6 +103,11 @@ def busy(state: Path) -> tuple[bool, tuple[Any, ...]]:
     for db in sorted(state.glob("agents/*/agent/openclaw-agent.sqlite")):
         got = _query(db, "select run_id, json_extract(event_json, '$.type') from trajectory_runtime_events "
                          "where event_json is not null")
+        if got is None:
+            return True, ()
+        runs += got
+    for path in sorted(state.glob("agents/*/sessions/*.trajectory.jsonl")):
+        got = _trajectory_lines(path)
         if got is None:
             return True, ()
         runs += got

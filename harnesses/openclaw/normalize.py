@@ -16,6 +16,26 @@ Sources:
 
 Both tables are dumped row by row by the adapter (``event`` is the stored record).
 
+OpenClaw 2026.6.x (no ``agent exec``; every turn is ``agent --local``) keeps each session as
+files instead, archived as they are under ``native/openclaw/<agent>/sessions/``:
+``<session id>.jsonl`` (the transcript: each line is the record the table's ``event`` holds —
+``session``, ``model_change``, ``thinking_level_change``, ``custom``, ``message``…; the messages
+carry no ``__openclaw.runId``) and ``<session id>.trajectory.jsonl`` (the runtime trajectory, each
+line the runtime record with ``runId``; its ``seq`` here is the line). ``sessions.json`` (the
+session index) is context, not read. The layouts are told apart by the files present, so the
+same normalizer reads both. Joins the session files need, by the harness's own records only:
+
+* turn -> run: the ``--local`` result of 2026.6.x has no ``terminalReceipt``; its
+  ``meta.systemPromptReport`` (session id + ``generatedAt``) is the report the run's
+  ``trace.metadata`` trajectory record holds (``data.prompting.systemPromptReport``): that
+  record's ``runId`` is the turn's run;
+* transcript line -> run: a line whose ``timestamp`` falls inside exactly one run's span of its
+  session (the first to the last trajectory record's ``ts``, the same clock) belongs to that run;
+  the others (the session header and model snapshot written just before a run starts) follow the
+  rule for rows without a run id below;
+* lines of several files are read in the order of their own times (a merge that keeps each
+  file's order), as the SQLite tables are read in insertion order.
+
 Turns: every turn is one process and one OpenClaw *run*. A turn's run id is read from its
 stdout (``agent exec``: the run id is the session id it reports; ``--local``:
 ``terminalReceipt.runId``). Transcript assistant/tool messages carry ``__openclaw.runId``;
@@ -59,11 +79,12 @@ result is the dispatcher's (content verbatim, with OpenClaw's untrusted-content 
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +135,12 @@ CHILD_KEY = re.compile(r"agent:[A-Za-z0-9_.-]+:subagent:[A-Za-z0-9_.-]+")
 ANNOUNCE_RUN = "announce:"
 SPAWN_TOOL = "sessions_spawn"
 
+#: 2026.6.x session files (see the module docstring): ``<agent>/sessions/<session id>.jsonl`` and
+#: ``<session id>.trajectory.jsonl``, and the session index (context, not read).
+SESSIONS_DIR = "sessions"
+TRAJECTORY_SUFFIX = ".trajectory.jsonl"
+SESSION_INDEX = "sessions.json"
+
 #: Session-store tables the adapter dumps (table -> SQL order: insertion order).
 SQLITE_TABLES: dict[str, str] = {
     "transcript_events": "rowid",
@@ -125,23 +152,121 @@ SQLITE_TABLES: dict[str, str] = {
 
 @dataclass
 class _Row:
-    """One dumped SQLite row (``data``) or a line of the dump that is not a JSON object."""
+    """One dumped SQLite row (``data``), one line of a 2026.6.x session file (``data`` is the
+    record itself, ``file_session`` the session its file is named after), or a line of either
+    that is not a JSON object."""
 
     file: str
     no: int
     data: dict[str, Any] | None
     text: str
     error: str | None = None
+    #: a line of the transcript (else of the runtime trajectory)
+    is_transcript: bool = True
+    #: session-file layout: the session id the file is named after
+    file_session: str | None = None
+    #: session-file layout: the run whose span of the native clock holds the line (transcript)
+    clock_run: str | None = None
 
     @property
     def event(self) -> dict[str, Any]:
+        if self.file_session is not None:
+            return self.data or {}
         return _obj((self.data or {}).get("event"))
 
+    @property
+    def session(self) -> Any:
+        """The session of the row: the table's ``session_id`` column, or the file's session."""
+        return self.file_session if self.file_session is not None else (self.data or {}).get("session_id")
 
-def _read_dump(path: Path) -> Iterator[_Row]:
+    @property
+    def seq(self) -> int | None:
+        """The row's sequence: the table's ``seq`` column, or the line of the session file."""
+        if self.file_session is not None:
+            return self.no
+        value = (self.data or {}).get("seq")
+        return value if isinstance(value, int) else None
+
+
+def _read_dump(path: Path, *, transcript: bool = True) -> Iterator[_Row]:
     name = f"{path.parent.name}/{path.name}"  # <agent>/<table>.jsonl: unique per agent
     for line in read_jsonl(path, name):
-        yield _Row(name, line.no, line.data, line.text, line.error)
+        yield _Row(name, line.no, line.data, line.text, line.error, is_transcript=transcript)
+
+
+def _read_session_files(folder: Path) -> tuple[list[_Row], list[_Row]]:
+    """The lines of an agent's 2026.6.x session files (``<agent>/sessions/``): transcript lines
+    and runtime-trajectory lines, each list merged across the files by the lines' own times
+    (a file's order is always kept: the merge only interleaves whole files' sequences)."""
+    transcripts: list[list[_Row]] = []
+    trajectories: list[list[_Row]] = []
+    agent = folder.parent.name
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        runtime = path.name.endswith(TRAJECTORY_SUFFIX)
+        session = path.name.removesuffix(TRAJECTORY_SUFFIX) if runtime else path.name.removesuffix(".jsonl")
+        name = f"{agent}/{SESSIONS_DIR}/{path.name}"
+        rows = [_Row(name, line.no, line.data, line.text, line.error, is_transcript=not runtime, file_session=session)
+                for line in read_jsonl(path, name)]
+        (trajectories if runtime else transcripts).append(rows)
+    return _merge_by_time(transcripts), _merge_by_time(trajectories)
+
+
+def _native_time(row: _Row) -> datetime | None:
+    """The record's own time (transcript ``timestamp``, trajectory ``ts``), if it states one."""
+    value = row.event.get("ts" if not row.is_transcript else "timestamp")
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _merge_by_time(files: list[list[_Row]]) -> list[_Row]:
+    """Lines of several files in the order of their times; a line without one keeps the time of
+    the line before it in its file (so it never leaves its place in the file)."""
+    keyed: list[list[tuple[datetime, _Row]]] = []
+    for rows in files:
+        last = datetime.min.replace(tzinfo=UTC)
+        items = []
+        for row in rows:
+            last = _native_time(row) or last
+            items.append((last, row))
+        keyed.append(items)
+    return [row for _, row in heapq.merge(*keyed, key=lambda item: item[0])]
+
+
+def _clock_runs(transcript: list[_Row], runtime: list[_Row]) -> None:
+    """Give each session-file transcript line the run whose span (first to last trajectory
+    record of the run in that session, by ``ts``) holds its ``timestamp`` — when exactly one does."""
+    spans: dict[tuple[Any, str], list[datetime]] = {}
+    for row in runtime:
+        rid, when = _runtime_run(row), _native_time(row)
+        if row.file_session is None or rid is None or when is None:
+            continue
+        span = spans.setdefault((row.session, rid), [when, when])
+        span[0], span[1] = min(span[0], when), max(span[1], when)
+    for row in transcript:
+        when = _native_time(row)
+        if row.file_session is None or when is None:
+            continue
+        inside = [rid for (sid, rid), (start, end) in spans.items() if sid == row.session and start <= when <= end]
+        row.clock_run = inside[0] if len(inside) == 1 else None
+
+
+def _report_runs(runtime: list[_Row]) -> dict[tuple[str, int], str]:
+    """(session id, ``generatedAt``) of each run's system-prompt report -> the run id (the
+    ``trace.metadata`` trajectory record holds the report the ``--local`` result repeats)."""
+    out: dict[tuple[str, int], str] = {}
+    for row in runtime:
+        if row.event.get("type") != "trace.metadata":
+            continue
+        report = _obj(_obj(_obj(row.event.get("data")).get("prompting")).get("systemPromptReport"))
+        sid, at, rid = report.get("sessionId"), report.get("generatedAt"), _runtime_run(row)
+        if isinstance(sid, str) and isinstance(at, int) and rid is not None:
+            out.setdefault((sid, at), rid)
+    return out
 
 
 def _row_kind(row: _Row) -> str:
@@ -165,6 +290,14 @@ class _TurnResult:
     error: str | None
     session_id: str | None = None
     run_id: str | None = None
+
+    def report_key(self) -> tuple[str, int] | None:
+        """(session id, ``generatedAt``) of the result's system-prompt report (``--local`` and
+        Gateway-backed results), which names the run in the 2026.6.x trajectory."""
+        body = _obj((self.data or {}).get("result")) if self.kind == "gateway" else (self.data or {})
+        report = _obj(_obj(body.get("meta")).get("systemPromptReport"))
+        sid, at = report.get("sessionId"), report.get("generatedAt")
+        return (sid, at) if isinstance(sid, str) and isinstance(at, int) and not isinstance(at, bool) else None
 
 
 def _read_result(path: Path) -> _TurnResult:
@@ -263,10 +396,8 @@ class _Normalizer(TraceBuilder):
 
     # -- transcript --------------------------------------------------------------------------
     def transcript(self, turn: int | None, row: _Row) -> None:
-        data = row.data or {}
         ev = row.event
-        seq = data.get("seq") if isinstance(data.get("seq"), int) else None
-        env = self.env(turn, SRC_TRANSCRIPT, data.get("session_id"), seq, ev.get("timestamp"), ev)
+        env = self.env(turn, SRC_TRANSCRIPT, row.session, row.seq, ev.get("timestamp"), ev)
         etype = ev.get("type")
         if etype == "message":
             self.message(env, turn, _obj(ev.get("message")), ev)
@@ -363,8 +494,9 @@ class _Normalizer(TraceBuilder):
     def runtime(self, turn: int | None, row: _Row) -> None:
         ev = row.event
         data = _obj(ev.get("data"))
-        # the table's own sequence (unique per run; the event's "seq" restarts on each retry attempt)
-        seq = (row.data or {}).get("seq") if isinstance((row.data or {}).get("seq"), int) else None
+        # the table's own sequence (unique per run; the event's "seq" restarts on each retry
+        # attempt), or the line of the session file
+        seq = row.seq
         sid = ev.get("sessionId") if isinstance(ev.get("sessionId"), str) else None
         env = self.env(turn, SRC_TRAJECTORY, sid, seq, ev.get("ts"), ev)
         etype = str(ev.get("type"))
@@ -491,7 +623,7 @@ def _children(store: Path, transcript: list[_Row], runtime: list[_Row]) -> tuple
         if isinstance(sid, str) and isinstance(key, str):
             keys.setdefault(sid, key)
     for agent in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
-        for row in _read_dump(agent / "session_windows.jsonl"):
+        for row in _read_dump(agent / "session_windows.jsonl", transcript=False):
             data = row.data or {}
             if isinstance(data.get("session_id"), str) and isinstance(data.get("session_key"), str):
                 keys.setdefault(data["session_id"], data["session_key"])
@@ -515,7 +647,7 @@ def _children(store: Path, transcript: list[_Row], runtime: list[_Row]) -> tuple
         for key in CHILD_KEY.findall(json.dumps([msg.get("content"), msg.get("details")], ensure_ascii=False)):
             if key not in call_of_key:
                 call_of_key[key] = cid
-                sid = (row.data or {}).get("session_id")
+                sid = row.session
                 if isinstance(sid, str):
                     spawner_of_key[key] = sid
     children: dict[str, _Child] = {}
@@ -554,8 +686,10 @@ def _runtime_run(row: _Row) -> str | None:
 
 
 def _run_of(row: _Row) -> str | None:
+    """A transcript row's run: the message's ``__openclaw.runId`` (SQLite store), else the run
+    whose span holds the line's time (session files, :func:`_clock_runs`)."""
     rid = _obj(_obj(row.event.get("message")).get("__openclaw")).get("runId")
-    return rid if isinstance(rid, str) else None
+    return rid if isinstance(rid, str) else row.clock_run
 
 
 def _assign_transcript(rows: list[_Row], turn_of_run: dict[str, int], fallback: dict[str, int]) -> dict[int, int]:
@@ -564,7 +698,7 @@ def _assign_transcript(rows: list[_Row], turn_of_run: dict[str, int], fallback: 
     out: dict[int, int] = {}
     by_session: dict[Any, list[int]] = {}
     for i, row in enumerate(rows):
-        by_session.setdefault((row.data or {}).get("session_id"), []).append(i)
+        by_session.setdefault(row.session, []).append(i)
     for session, idxs in by_session.items():
         pending: list[int] = []
         last: int | None = None
@@ -584,6 +718,13 @@ def _assign_transcript(rows: list[_Row], turn_of_run: dict[str, int], fallback: 
             if t is not None:
                 out[p] = t
     return out
+
+
+def _ended_in_files(runtime: list[_Row], rturn: dict[int, int], turn: int, norm: _Normalizer) -> bool:
+    """Whether a main-session run placed in ``turn`` has its ``session.ended`` record in a 2026.6.x
+    session file (the only layout whose CLI leaves stdout empty on a failed run)."""
+    return any(rturn.get(i) == turn and row.file_session is not None and row.event.get("type") == "session.ended"
+               and norm.who(row.event.get("sessionId")) is None for i, row in enumerate(runtime))
 
 
 def _call_ids(rows: list[_Row], turns: dict[int, int]) -> Iterator[tuple[str, int]]:
@@ -621,10 +762,24 @@ def normalize(
     for agent in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
         for row in _read_dump(agent / "transcript_events.jsonl"):
             (transcript if row.data is not None else bad).append(row)
-        for row in _read_dump(agent / "trajectory_runtime_events.jsonl"):
+        for row in _read_dump(agent / "trajectory_runtime_events.jsonl", transcript=False):
             (runtime if row.data is not None else bad).append(row)
+        lines, steps = _read_session_files(agent / SESSIONS_DIR)
+        for row in [*lines, *steps]:
+            if row.data is None:
+                bad.append(row)
+            else:
+                (transcript if row.is_transcript else runtime).append(row)
+    _clock_runs(transcript, runtime)
 
     norm.children, norm.child_of_key = _children(store, transcript, runtime)
+    # a --local result without a terminal receipt (2026.6.x) names its run by its prompt report
+    reports = _report_runs(runtime)
+    for t in ordered:
+        res = results[t.index]
+        key = res.report_key() if res.run_id is None else None
+        if key is not None and key in reports:
+            res.run_id = reports[key]
     # run id -> turn, from stdout; unclaimed runs go to turns without a known run, in order
     turn_of_run: dict[str, int] = {}
     for t in ordered:
@@ -676,8 +831,7 @@ def normalize(
     for i, row in enumerate(transcript):
         if i not in tturn:
             loose_t.append(row)
-            data = row.data or {}
-            norm.degrade(f"transcript row session={data.get('session_id')!r} seq={data.get('seq')!r} "
+            norm.degrade(f"transcript row session={row.session!r} seq={row.seq!r} "
                          "matches no turn's run; kept outside the turns")
     rturn: dict[int, int] = {}
     loose_r: list[_Row] = []
@@ -692,7 +846,7 @@ def normalize(
     for row in bad:
         norm.degrade(f"{row.file} line {row.no}: {row.error}")
     for row in [*transcript, *runtime, *bad]:
-        norm.ledger.expect(source=SRC_TRANSCRIPT if row.file.endswith("transcript_events.jsonl") else SRC_TRAJECTORY,
+        norm.ledger.expect(source=SRC_TRANSCRIPT if row.is_transcript else SRC_TRAJECTORY,
                            file=row.file, seq=row.no, type=_row_kind(row))
 
     norm.parsed_any = bool(transcript or runtime)
@@ -719,7 +873,7 @@ def normalize(
                 norm.runtime(t.index, row)
         if t.index == last:
             for row in bad:  # malformed dump lines stay visible
-                source = SRC_TRANSCRIPT if row.file.endswith("transcript_events.jsonl") else SRC_TRAJECTORY
+                source = SRC_TRANSCRIPT if row.is_transcript else SRC_TRAJECTORY
                 with norm.row(row, source, t.index):
                     norm.events.append(
                         NativeEvent(**norm.base(source=source, conversation_turn=t.index, source_event_seq=row.no),
@@ -728,7 +882,11 @@ def normalize(
         with norm.handling(source=SRC_STDOUT, file=t.stdout.name, seq=1, turn=t.index,
                            type=f"agent_{res.kind}/result" if res.kind else "unparseable"):
             norm.result(t.index, res)
-        if res.data is None:
+        if res.data is None and not res.text.strip() and _ended_in_files(runtime, rturn, t.index, norm):
+            # 2026.6.x ``agent --local`` prints nothing on stdout when its run fails (the error goes
+            # to stderr, exit 1); the run's own end record, in the session file, says the turn ended
+            norm.degrade(f"turn {t.index}: no result on stdout; its run's session.ended record ends the turn")
+        elif res.data is None:
             norm.unfinished_turn(t.index, f"turn {t.index}: stdout has no JSON result ({res.error})")
         elif not any(tturn[i] == t.index for i in range(len(transcript))):
             norm.degrade(f"turn {t.index}: no transcript rows for run {res.run_id} (tool exchange not observable)")

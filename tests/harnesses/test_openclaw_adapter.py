@@ -1,7 +1,10 @@
 """The OpenClaw adapter: registry, install checks (pinned version, Node 24 runtime, the npm
-placeholder), config, environment and flags, sessions across turns (from the real captures),
-eligibility, and — with the real CLI against a model that never answers — a hang that is
-killed at the deadline with the archive kept."""
+placeholder), config, environment and flags, the one capability probe that tells the CLI
+generations apart (``agent exec`` in 2026.9.x, ``agent --local`` only in 2026.6.x; the real
+``agent --help`` of both in ``openclaw_help/``) and the flags of each, the collection of the
+2026.6.x session files, sessions across turns (from the real captures), eligibility, and — with
+the real CLI against a model that never answers — a hang that is killed at the deadline with
+the archive kept."""
 
 from __future__ import annotations
 
@@ -17,7 +20,16 @@ import pytest
 
 from harnesses.base import RunContext, TurnContext
 from harnesses.install import pinned_npm_version, tool_bin
-from harnesses.openclaw.adapter import KEY_VAR, OpenClawAdapter, config_dict
+from harnesses.openclaw.adapter import (
+    KEY_VAR,
+    PINNED_SURFACE,
+    CliSurface,
+    OpenClawAdapter,
+    config_dict,
+    fresh_session_id,
+    parse_surface,
+    probe_surface,
+)
 from harnesses.registry import get_harness
 from tests.harnesses.capture import MCP_SERVER, run_context
 from tests.harnesses.capture import TEST_KEY as KEY
@@ -29,6 +41,12 @@ REPO = Path(__file__).resolve().parents[2]
 needs_openclaw = pytest.mark.skipif(
     OpenClawAdapter().unavailable_reason() is not None, reason="openclaw not installed (tracetrial install openclaw)"
 )
+PAPER = "openclaw@2026.6.9"
+needs_paper_version = pytest.mark.skipif(
+    get_harness(PAPER, installed=False).unavailable_reason() is not None,
+    reason=f"{PAPER} not installed (tracetrial install {PAPER})",
+)
+HELP = Path(__file__).parent / "openclaw_help"
 
 
 def make_ctx(tmp_path: Path, *, mcp: bool = False, url: str = "http://127.0.0.1:9/tt/probe/r1/v1") -> RunContext:
@@ -119,6 +137,78 @@ def test_flags_fresh_exec_and_native_resume(tmp_path: Path) -> None:
     assert resume[1:3] == ["agent", "--local"] and resume[resume.index("--session-id") + 1] == "sess-1"
     assert resume[-2:] == ["--message-file", str(ctx.home / "tt-prompts" / "turn-2.txt")]
     assert resume[resume.index("--timeout") + 1] == "1"
+
+
+def test_the_surface_is_read_from_the_real_agent_help() -> None:
+    """2026.9.6 lists ``exec`` among ``agent``'s commands and has ``--message-file``; 2026.6.9 has
+    neither (the paper's version: ``agent`` with ``--local`` and ``-m/--message`` only)."""
+    pinned = parse_surface((HELP / "agent-help@2026.9.6.txt").read_text(encoding="utf-8"))
+    paper = parse_surface((HELP / "agent-help@2026.6.9.txt").read_text(encoding="utf-8"))
+    assert pinned == PINNED_SURFACE == CliSurface(agent_exec=True, message_file=True)
+    assert paper == CliSurface(agent_exec=False, message_file=False)
+    # "exec" in an example line or an option's wording is not the sub-command
+    assert not parse_surface("Usage: openclaw agent [options]\n\nExamples:\n  openclaw agent exec x\n").agent_exec
+    # a text that is not the help (a crash, an empty output) never moves the pin off its path
+    assert parse_surface("") == parse_surface("Error: boom") == PINNED_SURFACE
+
+
+def test_an_unrunnable_probe_keeps_the_pinned_surface(tmp_path: Path) -> None:
+    assert probe_surface(tmp_path / "missing-openclaw", lambda home: {"HOME": str(home)}) == PINNED_SURFACE
+
+
+def _surface(monkeypatch: pytest.MonkeyPatch, surface: CliSurface) -> OpenClawAdapter:
+    """The adapter of the pins with ``surface`` as its probed surface and a stand-in binary."""
+    monkeypatch.setattr(OpenClawAdapter, "_surfaces", {None: surface})
+    monkeypatch.setattr(OpenClawAdapter, "binary", lambda self: Path("/opt/openclaw"))
+    return OpenClawAdapter()
+
+
+def test_without_agent_exec_every_turn_is_an_embedded_turn_of_a_named_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = _surface(monkeypatch, CliSurface(agent_exec=False, message_file=False))
+    ctx = make_ctx(tmp_path)
+    first = TurnContext(1, "-dash first", None, 60)
+    fresh = adapter.argv(ctx, first, None)
+    sid = fresh_session_id(ctx, first)
+    assert fresh == ["/opt/openclaw", "agent", "--local", "--session-id", sid, "--model", "tracetrial/probe",
+                     "--json", "--timeout", "55", "--message=-dash first"]  # one argument: never a flag
+    assert ctx.session_id == sid  # the adapter names the session, so the resume continues it
+    resume = adapter.argv(ctx, TurnContext(2, "more", None, 60), sid)
+    assert resume[:5] == ["/opt/openclaw", "agent", "--local", "--session-id", sid] and resume[-1] == "--message=more"
+    assert adapter.invocation_extra(None, 1.0, 2.0)["mode"] == "new"
+    assert adapter.invocation_extra(sid, 1.0, 2.0)["mode"] == "resume"
+
+
+def test_with_agent_exec_the_pinned_flags_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = _surface(monkeypatch, PINNED_SURFACE)
+    ctx = make_ctx(tmp_path)
+    fresh = adapter.argv(ctx, TurnContext(1, "x", None, 60), None)
+    assert fresh[1:3] == ["agent", "exec"] and fresh[-2:] == ["--message-file", str(ctx.home / "tt-prompts" / "turn-1.txt")]
+    assert ctx.session_id is None  # agent exec names its own session
+    assert adapter.invocation_extra(None, 1.0, 2.0)["mode"] == "exec"
+
+
+def test_session_files_are_collected_without_the_cached_prompts_and_never_through_a_link(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path)
+    sessions = ctx.home / "openclaw-state" / "agents" / "main" / "sessions"
+    (sessions / "skills-prompts" / "sha256").mkdir(parents=True)
+    for name in ("s1.jsonl", "s1.trajectory.jsonl", "sessions.json", "s1.trajectory-path.json"):
+        (sessions / name).write_text("{}\n", encoding="utf-8")
+    (sessions / "skills-prompts" / "sha256" / "ab.txt").write_text("prompt", encoding="utf-8")
+    secret = tmp_path / "host-secret.jsonl"
+    secret.write_text("host\n", encoding="utf-8")
+    (sessions / "planted.jsonl").symlink_to(secret)
+    OpenClawAdapter().collect(ctx)
+    got = sorted(p.name for p in (ctx.paths.native / "openclaw" / "main" / "sessions").rglob("*") if p.is_file())
+    assert got == ["s1.jsonl", "s1.trajectory.jsonl", "sessions.json"]
+
+
+@needs_paper_version
+def test_the_probe_of_the_installed_paper_version_finds_no_agent_exec() -> None:
+    adapter = get_harness(PAPER)
+    assert adapter.version() == "2026.6.9"
+    assert isinstance(adapter, OpenClawAdapter) and adapter.surface() == CliSurface(agent_exec=False, message_file=False)
 
 
 def test_sessions_follow_the_declared_boundaries() -> None:

@@ -23,7 +23,7 @@ from harnesses.openclaw.adapter import (
     OpenClawAdapter,
     config_dict,
     dump_tables,
-    gateway_session_id,
+    fresh_session_id,
     gateway_token,
     uses_gateway,
 )
@@ -79,7 +79,7 @@ def test_gateway_turn_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert wrapper[wrapper.index("--state") + 1] == str(ctx.home / "openclaw-state")
     assert float(wrapper[wrapper.index("--deadline") + 1]) == 235
     assert wrapper[wrapper.index("--gateway-log") + 1] == str(ctx.home / "openclaw-logs" / "gateway-turn-1.log")
-    fresh = gateway_session_id(ctx, TurnContext(1, "x", None, 1))
+    fresh = fresh_session_id(ctx, TurnContext(1, "x", None, 1))
     assert agent == ["/opt/openclaw", "agent", "--session-id", fresh, "--json", "--message-file",
                      str(ctx.home / "tt-prompts" / "turn-1.txt")]
     assert ctx.session_id == fresh
@@ -132,6 +132,31 @@ def test_the_gateway_stays_up_while_the_run_has_work(tmp_path: Path, tasks: list
     assert working is busy
     if not busy:
         assert gateway_turn.busy(tmp_path)[1] == mark  # unchanged records: the same fingerprint
+
+
+def _trajectory_file(state: Path, session: str, events: list[tuple[str, str]], tail: str = "") -> None:
+    """A 2026.6.x session trajectory file (one JSON record per line) plus ``tail`` verbatim."""
+    path = state / "agents" / "main" / "sessions" / f"{session}.trajectory.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps({"runId": rid, "type": kind}) + "\n" for rid, kind in events)
+    path.write_text(lines + tail, encoding="utf-8")
+
+
+@pytest.mark.parametrize(("events", "tail", "busy"), [
+    ([("p", "session.started")], "", True),  # the parent's run is still open
+    ([("p", "session.started"), ("p", "session.ended")], "", False),
+    ([("p", "session.started"), ("p", "session.ended")], '{"runId": "c", "type": "sess', True),  # mid-write
+    ([("p", "session.started"), ("p", "session.ended")], "not json\n" + json.dumps({"type": "x"}) + "\n", False),
+])
+def test_the_gateway_reads_the_session_trajectory_files_of_2026_6(tmp_path: Path, events: list[tuple[str, str]],
+                                                                   tail: str, busy: bool) -> None:
+    """2026.6.x keeps the runtime trajectory in ``agents/*/sessions/<id>.trajectory.jsonl``: an open
+    run there keeps the Gateway up like an open run in the SQLite store; a line still being written
+    is unknown (busy), a finished malformed line is skipped (it would otherwise hold the Gateway
+    up until the deadline)."""
+    _state_db(tmp_path / "state" / "openclaw.sqlite", [])
+    _trajectory_file(tmp_path, "s1", events, tail)
+    assert gateway_turn.busy(tmp_path)[0] is busy
 
 
 def test_the_sub_agent_registry_is_dumped_with_json_columns_parsed(tmp_path: Path) -> None:

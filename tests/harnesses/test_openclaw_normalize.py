@@ -24,10 +24,12 @@ from syrupy.assertion import SnapshotAssertion
 from harnesses.base import NormalizedTrace
 from harnesses.native import turn_files
 from harnesses.openclaw.normalize import (
+    SESSIONS_DIR,
     SRC_STDERR,
     SRC_STDOUT,
     SRC_TRAJECTORY,
     SRC_TRANSCRIPT,
+    TRAJECTORY_SUFFIX,
     normalize,
     unwrap_dispatch,
 )
@@ -65,6 +67,23 @@ def rows(g: Golden, table: str = "transcript_events") -> list[dict]:
     return [json.loads(line) for line in dump_path(g, table).read_text(encoding="utf-8").splitlines()]
 
 
+def native_records(g: Golden, table: str) -> dict[tuple[str, int], dict]:
+    """(session id, sequence) -> the native record, of the SQLite dump ``table`` or, for a
+    2026.6.x capture, of the session files (the transcript ``<sid>.jsonl`` / the trajectory
+    ``<sid>.trajectory.jsonl``; the sequence is the line)."""
+    if dump_path(g, table).is_file():
+        return {(r["session_id"], r["seq"]): r["event"] for r in rows(g, table)}
+    out: dict[tuple[str, int], dict] = {}
+    trajectory = table == "trajectory_runtime_events"
+    for path in sorted((g.native / "openclaw").glob(f"*/{SESSIONS_DIR}/*.jsonl")):
+        if path.name.endswith(TRAJECTORY_SUFFIX) != trajectory:
+            continue
+        session = path.name.removesuffix(TRAJECTORY_SUFFIX).removesuffix(".jsonl")
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            out[(session, no)] = json.loads(line)
+    return out
+
+
 def write_rows(g: Golden, data: list, table: str = "transcript_events") -> None:
     lines = [d if isinstance(d, str) else json.dumps(d) for d in data]
     dump_path(g, table).write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -87,8 +106,8 @@ def test_golden_trace_snapshot(case: str, snapshot_json: SnapshotAssertion) -> N
 @pytest.mark.parametrize("case", golden_cases(HARNESS))
 def test_rule1_raw_event_is_the_native_record_verbatim(case: str) -> None:
     g = load_golden(HARNESS, case)
-    transcript = {(r["session_id"], r["seq"]): r["event"] for r in rows(g)}
-    runtime = {(r["session_id"], r["seq"]): r["event"] for r in rows(g, "trajectory_runtime_events")}
+    transcript = native_records(g, "transcript_events")
+    runtime = native_records(g, "trajectory_runtime_events")
     for e in run(g).events:
         if e.source == SRC_TRANSCRIPT:
             assert e.raw_event == transcript[(e.session_id, e.source_event_seq)]

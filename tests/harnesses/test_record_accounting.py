@@ -52,6 +52,8 @@ def record_files(g: Golden) -> dict[str, Path]:
     if g.harness == "openclaw":
         for p in (native / "openclaw").glob("*/*_events.jsonl"):
             files[f"{p.parent.name}/{p.name}"] = p
+        for p in (native / "openclaw").glob("*/sessions/*.jsonl"):  # 2026.6.x session files
+            files[f"{p.parent.parent.name}/sessions/{p.name}"] = p
     return files
 
 
@@ -151,6 +153,12 @@ def test_no_record_vanishes_and_no_turn_takes_another_turns_records(
             assert trace.structured_trace_status == "partial"
 
 
+#: Goldens whose trace is partial because of what the harness wrote, not a record left unaccounted:
+#: OpenClaw 2026.6.9 prints no result for a failed run (exit 1, the error on stderr), so the run
+#: joins its turn by the session id only (tests/harnesses/test_openclaw_paper_version.py).
+PARTIAL_BY_THE_HARNESS = {("openclaw", "api_error@2026.6.9"), ("openclaw", "api_error_persistent@2026.6.9")}
+
+
 @pytest.mark.parametrize(("harness", "case"), CASES)
 def test_every_golden_record_is_accounted_and_the_goldens_stay_complete(harness: str, case: str) -> None:
     g = load_golden(harness, case)
@@ -158,7 +166,8 @@ def test_every_golden_record_is_accounted_and_the_goldens_stay_complete(harness:
     assert_accounted(g, trace)
     acc = trace.accounting
     assert acc is not None and not acc.problems()
-    assert trace.structured_trace_status == "complete"
+    expected = "partial" if (harness, case) in PARTIAL_BY_THE_HARNESS else "complete"
+    assert trace.structured_trace_status == expected and trace.trace_complete
 
 
 @pytest.mark.parametrize(("harness", "case"), [("claude_code", "tool_roundtrip"), ("codex", "tool_roundtrip"),
