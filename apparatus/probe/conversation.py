@@ -186,6 +186,14 @@ def strip_reminders(text: str) -> str:
     return _REMINDER.sub("", text).strip()
 
 
+def notification_content(text: str) -> str:
+    """``text`` without the harness's boilerplate reminders, but keeping a reminder that carries a
+    background-task event: Claude Code 2.x wraps its ``<task-notification>`` (a background
+    child's completion and result) in ``<system-reminder>``, and that event is exactly what an
+    agent waiting for a child must read."""
+    return _REMINDER.sub(lambda m: m.group(0) if "<task-notification>" in m.group(0) else "", text).strip()
+
+
 def is_harness_user_text(text: str) -> bool:
     """Harness-generated user-role text (notifications, environment context), not a user turn."""
     return bool(_NOT_USER.match(text))

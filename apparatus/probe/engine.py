@@ -28,8 +28,8 @@ from apparatus.probe.conversation import (
     Item,
     is_harness_user_text,
     norm_id,
+    notification_content,
     parse,
-    strip_reminders,
 )
 from apparatus.probe.loader import PolicyModule
 from apparatus.probe.mapping import DEFERRED_SEARCH_TOOLS, Plan, PlannedCall, plan_action
@@ -523,7 +523,7 @@ def _after_final(rec: StepRecord, conv: Conversation) -> Observation | None:
     if len(positions) <= rec.final_count:
         return None
     after = conv.items[positions[-1] + 1:]
-    texts = [it.text for it in after if it.kind in ("user", "tool_result", "system") and strip_reminders(it.text)]
+    texts = [it.text for it in after if it.kind in ("user", "tool_result", "system") and notification_content(it.text)]
     if not texts:
         return None
     rec.observation = Observation(text="\n".join(texts), kind="notification", raw=[it.raw for it in after])

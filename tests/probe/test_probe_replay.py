@@ -370,3 +370,27 @@ def test_compaction_summary_hook(probe, write_policy, run_id):
     sim.user("You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.")
     sim.tools = []
     assert sim.send().text == "Constraint kept: MAXCONN=9"
+
+
+def test_notification_wrapped_in_a_system_reminder_resumes_policy(probe, write_policy, run_id):
+    """Claude Code 2.x wraps the background child's task-notification in <system-reminder>
+    (after a boilerplate reminder): the probe reads it as the notification it is, while a
+    boilerplate-only reminder after the final is still no notification."""
+    probe.register_run(run_id, write_policy("""
+        from tracetrial.policy import final, spawn_subagent
+
+        def policy(turn):
+            yield spawn_subagent("child", "compute", background=True)
+            note = yield final("started the child")
+            yield final("child said " + (note.find(r"<result>(.*?)</result>") or "nothing"))
+    """))
+    sim = SimHarness("anthropic", probe.run_url(run_id), tools_for("anthropic"))
+    outs = sim.run("go", lambda o: ("Async agent launched successfully.", None))
+    assert outs[-1].text == "started the child"
+    sim.user("<system-reminder>\n<tools-used-before-summary>Bash</tools-used-before-summary>\n</system-reminder>")
+    assert sim.send().text == "started the child"  # boilerplate only: the final stands
+    sim.user("<system-reminder>\n<tools-used-before-summary>Bash</tools-used-before-summary>\n</system-reminder>\n\n"
+             "<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n"
+             "<status>completed</status>\n<result>The job finished. value: 42</result>\n</task-notification>\n"
+             "</system-reminder>")
+    assert sim.send().text == "child said The job finished. value: 42"
