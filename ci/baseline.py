@@ -255,6 +255,15 @@ def from_output(output: Path) -> Baseline:
     return read_output(output).baseline
 
 
+def merge_cells(old: Baseline, new: Baseline) -> Baseline:
+    """``old`` with only ``new``'s cells replaced or added; every other cell and every stored
+    version is kept. For recording new task packs into a baseline without re-running the rest:
+    the caller checks that each harness in ``new`` ran at its stored version (a baseline mixing
+    versions of one harness would hold it to two releases at once)."""
+    return Baseline(protocol=old.protocol, harness_versions={**new.harness_versions, **old.harness_versions},
+                    cells={**old.cells, **new.cells})
+
+
 def merge(old: Baseline | None, new: Baseline, harnesses: set[str] | None = None) -> Baseline:
     """``old`` with the cells and versions of ``harnesses`` (default: those in ``new``) replaced by ``new``'s.
 

@@ -9,14 +9,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ci.baseline import Baseline, BaselineError, load, merge, read_output, store
+from ci.baseline import Baseline, BaselineError, load, merge, merge_cells, read_output, store
 from ci.gate import EXIT_OK, EXIT_USAGE, compare, format_result
 
 __all__ = ["gate"]
 
 
 def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_version_change: bool = False,
-         echo: Callable[[str], None] = print) -> int:
+         cells_only: bool = False, echo: Callable[[str], None] = print) -> int:
     """Run the gate and return the process exit code (see :mod:`ci.gate` for the codes).
 
     Args:
@@ -26,6 +26,9 @@ def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_versi
             versions of every harness in the output replace the stored ones (other harnesses'
             cells are kept). Always exits 0 unless the inputs are unusable.
         allow_version_change: compare even when a harness version differs (the diff is labelled).
+        cells_only: with ``update``, replace only the output's own cells (e.g. new task packs) and
+            keep every other cell of the same harnesses; refused when a harness in the output ran
+            at another version than the stored one.
         echo: where lines go (``print``; tests pass a list's ``append``).
     """
     output = Path(output)
@@ -64,12 +67,25 @@ def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_versi
                 echo(line)
         for problem in snapshot.problems:
             echo(f"warning: {problem}")
-        new = merge(stored, current, snapshot.harnesses)
+        if cells_only and stored is not None:
+            moved = {h: (stored.harness_versions[h], v) for h, v in current.harness_versions.items()
+                     if h in stored.harness_versions and stored.harness_versions[h] != v}
+            if moved:
+                for h, (was, now) in sorted(moved.items()):
+                    print(f"error: {h} ran at {now or 'unknown'} but {baseline_path} records {was or 'unknown'}",
+                          file=sys.stderr)
+                print("error: --cells-only keeps the other cells of these harnesses, which were measured at "
+                      "the recorded version; re-record the whole harness with --update instead", file=sys.stderr)
+                return EXIT_USAGE
+            new = merge_cells(stored, current)
+        else:
+            new = merge(stored, current, snapshot.harnesses)
         store(new, baseline_path)
         kept = len(new.cells) - len(current.cells)
         versions = ", ".join(f"{h} {v or 'unknown'}" for h, v in sorted(current.harness_versions.items()))
         echo(f"updated {baseline_path}: {len(current.cells)} cell(s) from {output} ({versions})"
-             + (f"; {kept} cell(s) of other harnesses kept" if kept else ""))
+             + (f"; {kept} other cell(s) kept" if kept and cells_only else
+               f"; {kept} cell(s) of other harnesses kept" if kept else ""))
         return EXIT_OK
     assert stored is not None
     result = compare(stored, snapshot, allow_version_change=allow_version_change)

@@ -223,8 +223,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_gate(args: argparse.Namespace) -> int:
     from ci.command import gate
 
+    if args.cells_only and not args.update:
+        print("error: --cells-only only applies with --update", file=sys.stderr)
+        return 2
     return gate(Path(args.baseline), Path(args.output), update=args.update,
-                allow_version_change=args.allow_version_change)
+                allow_version_change=args.allow_version_change, cells_only=args.cells_only)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -392,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rewrite the baseline from the output (cells of the harnesses in the output)")
     p.add_argument("--allow-version-change", action="store_true",
                    help="compare even when a harness version differs from the baseline's (labelled)")
+    p.add_argument("--cells-only", action="store_true",
+                   help="with --update: replace only the output's cells (e.g. new task packs), keep the rest; "
+                        "refused when a harness ran at another version than the recorded one")
     p.set_defaults(func=cmd_gate)
     p = sub.add_parser("images", help="build or list the docker sandbox's local images (no registry)")
     p.add_argument("action", choices=["build", "list"])

@@ -150,6 +150,33 @@ def test_update_creates_then_rewrites_keeping_other_harnesses(tmp_path: Path,
     assert main(["gate", "--baseline", str(path), str(codex)]) == EXIT_OK
 
 
+def test_update_cells_only_adds_new_cells_and_keeps_the_rest(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Recording a new task pack: only its cells are replaced; the harness's other cells stay."""
+    path = tmp_path / "baseline.json"
+    out = baseline_corpus(tmp_path / "out")
+    assert main(["gate", "--update", "--baseline", str(path), str(out)]) == EXIT_OK
+    before = load(path)
+    new = tmp_path / "new-out"
+    write_run(new, "E1-c-001", "reference", {"H1": T}, {"A1": T}, version="1.0")
+    capsys.readouterr()
+    assert main(["gate", "--cells-only", "--baseline", str(path), str(new)]) == EXIT_USAGE  # needs --update
+    assert "only applies with --update" in capsys.readouterr().err
+    assert main(["gate", "--update", "--cells-only", "--baseline", str(path), str(new)]) == EXIT_OK
+    assert "other cell(s) kept" in capsys.readouterr().out
+    after = load(path)
+    assert set(after.cells) == set(before.cells) | {"E1-c-001/probe/reference"}
+    assert all(after.cells[k] == v for k, v in before.cells.items())
+    # plain --update would have dropped the reference cells the output does not hold
+    assert set(load(path).cells) != set(from_output(new).cells)
+    # a harness at another version is refused: its kept cells were measured at the recorded one
+    moved = tmp_path / "moved-out"
+    write_run(moved, "E1-d-001", "reference", {"H1": T}, {"A1": T}, version="2.0")
+    assert main(["gate", "--update", "--cells-only", "--baseline", str(path), str(moved)]) == EXIT_USAGE
+    assert "reference ran at 2.0 but" in capsys.readouterr().err
+    assert load(path) == after
+
+
 def test_output_without_cells_is_a_usage_error(recorded: Path, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gate", "--baseline", str(recorded), str(tmp_path / "nowhere")]) == EXIT_USAGE
