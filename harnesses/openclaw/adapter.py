@@ -105,6 +105,7 @@ from harnesses.install import (
     pinned_npm_version,
 )
 from harnesses.native import turn_files
+from harnesses.openclaw.gateway_turn import CUT_OFF, TIMEOUT_EXIT
 from harnesses.openclaw.normalize import SESSION_INDEX, SQLITE_TABLES, normalize
 from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
@@ -179,6 +180,16 @@ def probe_surface(binary: Path, env_for: Callable[[Path], dict[str, str]]) -> Cl
         except (OSError, subprocess.TimeoutExpired):
             return PINNED_SURFACE
     return parse_surface(out.stdout or out.stderr)
+
+
+def cut_off(stderr: Path) -> bool:
+    """The turn's stderr holds the Gateway wrapper's cut-off line (:data:`CUT_OFF`) as a line of
+    its own (the wrapper's last word; the agent's own stderr precedes it)."""
+    try:
+        lines = stderr.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    return any(line.strip() == CUT_OFF for line in lines)
 
 
 def free_port() -> int:
@@ -365,6 +376,17 @@ class OpenClawAdapter(CliAdapter):
             "--timeout", str(own),
             *self.message_args(ctx, turn),
         ]  # fmt: skip
+
+    def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
+        """The CLI turn; a Gateway-backed turn whose sub-agent work the deadline cut off
+        (:data:`~harnesses.openclaw.gateway_turn.CUT_OFF`, OpenClaw's timeout status) is a
+        timed-out turn: it used the whole wall clock and its work was not finished."""
+        outcome = super().run_turn(ctx, turn)
+        if (uses_gateway(ctx) and not outcome.timed_out and outcome.exit_code == TIMEOUT_EXIT
+                and cut_off(outcome.stderr)):
+            outcome.timed_out = True
+            outcome.error = CUT_OFF
+        return outcome
 
     def gateway_argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
         """A Gateway-backed turn (:mod:`harnesses.openclaw.gateway_turn`): a fresh session gets

@@ -49,6 +49,10 @@ ACTIVE_TASK = ("queued", "running")
 QUIET_S = 3.0
 #: OpenClaw's own exit status for a turn that hit its timeout.
 TIMEOUT_EXIT = 2
+#: The stderr line of a turn whose sub-agent work the deadline cut off (the adapter reads it
+#: back: such a turn exceeded the wall clock, it is a timed-out turn, never a finished one).
+CUT_OFF = ("openclaw gateway stopped at the turn's deadline while the run's sub-agent work was still "
+           "queued, running or awaiting delivery")
 
 
 def _log_has(path: Path, needle: str) -> bool:
@@ -176,8 +180,7 @@ def main(argv: list[str]) -> int:
         if not settled and gateway.poll() is None and code == 0:
             # the turn's own run ended but its sub-agents / announce runs were cut off: say so, with
             # OpenClaw's timeout status, instead of passing the work off as a clean turn
-            print("openclaw gateway stopped at the turn's deadline while the run's sub-agent work was still "
-                  "queued, running or awaiting delivery", file=sys.stderr)
+            print(CUT_OFF, file=sys.stderr)
             return TIMEOUT_EXIT
         return code
     finally:

@@ -190,3 +190,45 @@ def test_wrapper_exit_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
                               str(tmp_path / "gw.log"), "--state", str(tmp_path), "--deadline", "8", "--", *agent])
     assert code == exit_code
     assert ("still queued, running or awaiting delivery" in capsys.readouterr().err) is (exit_code != 0)
+
+
+def test_a_cut_off_gateway_turn_is_a_timed_out_turn(tmp_path: Path) -> None:
+    """The wrapper's cut-off line (its last word, after the agent's own stderr) marks the turn as
+    timed out: it used the whole wall clock with its sub-agent work unfinished, never a finished
+    turn that happens to exit 2; a plain exit 2 (OpenClaw's own timeout) without it is not read
+    as a cut-off."""
+    from harnesses.openclaw.adapter import cut_off
+
+    err = tmp_path / "turn-1.stderr"
+    err.write_text("[agent] warning: slow tool\n" + gateway_turn.CUT_OFF + "\n")
+    assert cut_off(err)
+    err.write_text("[agent] error: request timed out\n")
+    assert not cut_off(err)
+    assert not cut_off(tmp_path / "missing.stderr")
+
+
+@pytest.mark.parametrize(("delegates", "stderr", "timed_out"), [
+    (True, "x\n" + gateway_turn.CUT_OFF + "\n", True),   # the Gateway turn cut off: timed out
+    (True, "request timed out\n", False),                 # OpenClaw's own exit 2 stays what it was
+    (False, gateway_turn.CUT_OFF + "\n", False),          # not a Gateway turn: the line means nothing
+])
+def test_the_adapter_reports_a_cut_off_turn_as_timed_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         delegates: bool, stderr: str, timed_out: bool) -> None:
+    from harnesses.base import TurnContext, TurnOutcome
+    from harnesses.cli_adapter import CliAdapter
+    from harnesses.openclaw import adapter as oc
+    from tests.harnesses.capture import run_context
+
+    ctx = run_context(tmp_path, url="http://127.0.0.1:1")
+    err = tmp_path / "turn-1.stderr"
+    err.write_text(stderr)
+
+    def fake_turn(self: CliAdapter, ctx: object, turn: TurnContext) -> TurnOutcome:
+        return TurnOutcome(index=turn.index, exit_code=gateway_turn.TIMEOUT_EXIT, timed_out=False, duration_s=1.0,
+                           stdout=tmp_path / "turn-1.stdout", stderr=err)
+
+    monkeypatch.setattr(CliAdapter, "run_turn", fake_turn)
+    monkeypatch.setattr(oc, "uses_gateway", lambda _ctx: delegates)
+    out = oc.OpenClawAdapter().run_turn(ctx, TurnContext(1, "go", None, 60.0))
+    assert out.timed_out is timed_out and out.exit_code == gateway_turn.TIMEOUT_EXIT
+    assert (out.error == gateway_turn.CUT_OFF) is timed_out
