@@ -183,7 +183,8 @@ def inventory_fingerprint(tools: list[dict[str, Any]]) -> str:
 
 def content_text(content: Any) -> str:
     """A message / tool-result content as text: strings as-is; lists of parts joined with
-    newlines (text parts by their text, other parts as ``[<type>]``)."""
+    newlines (text parts by their text, a ``tool_reference`` as ``[tool_reference <tool name>]``,
+    other parts as ``[<type>]``)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -198,6 +199,9 @@ def content_text(content: Any) -> str:
                 if isinstance(text, str) and p.get("type", "text") in (
                         "text", "input_text", "output_text"):
                     parts.append(text)
+                elif p.get("type") == "tool_reference" and isinstance(p.get("tool_name"), str):
+                    # Claude Code's deferred-tool search result: which tool it loads is the content
+                    parts.append(f"[tool_reference {p['tool_name']}]")
                 else:
                     parts.append(f"[{p.get('type', 'part')}]")
         return "\n".join(parts)

@@ -223,3 +223,11 @@ def test_error_bodies() -> None:
         "invalid_request_error: bad key"
     assert W.error_from_body(b"<html>502 Bad Gateway</html>") == "<html>502 Bad Gateway</html>"
     assert USAGE["anthropic"]["input_tokens"] == 11     # the fixture the expectations above rely on
+
+
+def test_a_tool_reference_is_recorded_with_the_tool_it_names() -> None:
+    """Claude Code 2.1.332 answers a ToolSearch with tool_reference blocks: the record says which
+    tool each one loads (a bare ``[tool_reference]`` hid it); a malformed one keeps its type only."""
+    content = [{"type": "tool_reference", "tool_name": "mcp__records__lookup_archived_matter"},
+               {"type": "tool_reference"}, {"type": "text", "text": "ok"}]
+    assert W.content_text(content) == "[tool_reference mcp__records__lookup_archived_matter]\n[tool_reference]\nok"
