@@ -8,7 +8,11 @@ The plugin calls :func:`attach_cell` inside each cell test, after scoring. With
 * one step per criterion (``[harness] H2 — FAIL``) with its verdict, reason and
   evidence packet (and judge record) attached; failed criteria are failed steps,
   unscored ones skipped steps — the test outcome itself is left to the plugin;
-* attachments: ``combined_score.json``, ``events.json``, ``evidence/workspace.diff``.
+* attachments: ``combined_score.json``, ``events.json``, ``evidence/workspace.diff``, the cell's
+  drill-down page (``cell page.html``: each criterion's statement, verdict, reason, evidence
+  excerpt and cited Trace IR events, as ``tracetrial report`` writes it; its links point into the
+  archive) and the cell's ATIF v1.7 trajectory (``trajectory.atif.json``). A cell that cannot
+  give one of them gets a text attachment saying why instead.
 
 Without ``--alluredir`` every call is a no-op (allure's hooks have no listener).
 """
@@ -18,7 +22,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import json
+
 import allure
+import allure_commons
 import pytest
 import yaml
 
@@ -33,6 +40,42 @@ _attach: Any = allure.attach
 _step: Any = allure.step
 _JSON: Any = allure.attachment_type.JSON
 _TEXT: Any = allure.attachment_type.TEXT
+_HTML: Any = allure.attachment_type.HTML
+
+
+def _listening() -> bool:
+    """Whether anything receives attachments (allure-pytest's listener under ``--alluredir``):
+    the page and the trajectory are built only then, so a run without Allure pays nothing."""
+    return bool(allure_commons.plugin_manager.hook.attach_data.get_hookimpls())
+
+
+def _attach_views(paths: RunPaths) -> None:
+    """The cell's drill-down page and ATIF trajectory, or a note saying why either is missing."""
+    from reports.cellpage import load_cell_detail, render_cell_page
+    from reports.export.atif import to_atif
+    from reports.export.calls import load_cell
+    from reports.records import read_run
+
+    output = paths.root.parents[3]  # <output>/traces/<task>/<model>/<harness>
+    try:
+        detail = load_cell_detail(output, read_run(output, paths.root, {}))
+        if detail is None:
+            _attach("no readable combined score: the cell has no drill-down page", name="cell page (missing)",
+                    attachment_type=_TEXT)
+        else:
+            to_output = "../" * (len(paths.root.relative_to(output).parts))
+            _attach(render_cell_page(detail, to_output, to_output + "reports/report.html"), name="cell page",
+                    attachment_type=_HTML)
+    except Exception as exc:  # noqa: BLE001 - an attachment must never fail the cell's test
+        _attach(f"cell page not rendered: {type(exc).__name__}: {exc}", name="cell page (missing)",
+                attachment_type=_TEXT)
+    try:
+        trajectory = to_atif(load_cell(paths.root))
+        _attach(json.dumps(trajectory, indent=1, ensure_ascii=False), name="trajectory.atif.json",
+                attachment_type=_JSON)
+    except Exception as exc:  # noqa: BLE001 - e.g. an unreadable events.json: say so, keep the test
+        _attach(f"ATIF trajectory not exported: {type(exc).__name__}: {exc}", name="trajectory.atif.json (missing)",
+                attachment_type=_TEXT)
 
 
 def verdict_word(v: CriterionVerdict) -> str:
@@ -136,3 +179,5 @@ def attach_cell(run_dir: Path | RunPaths, cs: CombinedScore | None = None, *,
         _attach_file(paths.root, "artifacts/llm_judge/combined_score.json", "combined_score.json")
     _attach_file(paths.root, "events.json", "events.json")
     _attach_file(paths.root, "evidence/workspace.diff", "workspace.diff")
+    if _listening():
+        _attach_views(paths)

@@ -113,7 +113,7 @@ def test_one_step_per_criterion_with_verdict_status_and_packet(recorder: Recorde
 def test_archive_files_attached_to_the_test(recorder: Recorder, tmp_path: Path) -> None:
     attach_cell(_cell(tmp_path))
     top = [name for name, step in recorder.attachments if step is None]
-    assert top == ["combined_score.json", "events.json", "workspace.diff"]
+    assert top == ["combined_score.json", "events.json", "workspace.diff", "cell page", "trajectory.atif.json"]
 
 
 def test_packet_outside_the_run_folder_is_not_followed(recorder: Recorder, tmp_path: Path) -> None:
@@ -132,7 +132,23 @@ def test_not_scored_cell_is_labelled_from_result_json(recorder: Recorder, tmp_pa
     labels = dict(recorder.labels)
     assert (labels["epic"], labels["story"], labels["suite"]) == ("Lifecycle", "L4-pending-001", "openclaw")
     assert recorder.steps == [] and "Not scored" in recorder.description
-    assert [n for n, _ in recorder.attachments] == ["result.json", "events.json", "workspace.diff"]
+    assert [n for n, _ in recorder.attachments][:4] == ["result.json", "events.json", "workspace.diff",
+                                                        "cell page (missing)"]  # no score: no page, said so
+
+
+def test_views_are_built_only_when_something_listens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --alluredir nothing receives attachments: no page or trajectory is built."""
+    import reports.allure as A
+
+    monkeypatch.setattr(A, "_attach_views", lambda paths: pytest.fail("views built with no listener"))
+    attach_cell(_cell(tmp_path))
+
+
+def test_an_unreadable_trace_gives_a_note_not_a_failure(recorder: Recorder, tmp_path: Path) -> None:
+    paths = _cell(tmp_path)
+    paths.events.write_text("not json", encoding="utf-8")
+    attach_cell(paths)
+    assert "trajectory.atif.json (missing)" in [n for n, _ in recorder.attachments]
 
 
 def test_real_allure_results_written_by_allure_pytest(tmp_path: Path) -> None:
@@ -163,6 +179,11 @@ def test_real_allure_results_written_by_allure_pytest(tmp_path: Path) -> None:
         ("[harness] H3 — UNSCORED", "skipped"), ("[agent] A1 — FAIL", "failed")]
     assert result["status"] == "passed"          # the verdicts do not decide the test outcome here
     names = [a["name"] for a in result["attachments"]]
-    assert names == ["combined_score.json", "events.json", "workspace.diff"]
+    assert names == ["combined_score.json", "events.json", "workspace.diff", "cell page", "trajectory.atif.json"]
     for a in result["attachments"] + result["steps"][0]["attachments"]:
         assert (results / a["source"]).is_file()
+    files = {a["name"]: results / a["source"] for a in result["attachments"]}
+    page = files["cell page"].read_text(encoding="utf-8")
+    assert "E1-exit-code-001" in page and "H1" in page and "<html" in page.lower()  # the drill-down page
+    trajectory = json.loads(files["trajectory.atif.json"].read_text(encoding="utf-8"))
+    assert trajectory["schema_version"] == "ATIF-v1.7"
