@@ -114,6 +114,8 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
     root = Path(run_dir)
     run = load_run(root)
     admission = admit(task, run, ledger_verifier=ledger_verifier)
+    # Criteria triggered by another protocol are no part of this run (not in its denominators).
+    task = task.for_protocol(admission.identity.protocol)
     verifier = _pack_problems(task, run, admission) if admission.admitted else None
     if admission.admitted:
         ev = evaluate(task, run, judge, verifier=verifier)

@@ -103,7 +103,7 @@ def judge_criterion(c: CriterionSpec, layer: Layer, packet: EvidencePacket, judg
                     gate: tuple[bool | None, str]) -> tuple[CriterionVerdict, dict[str, Any]]:
     """Ask the judge about one rubric criterion; returns the verdict and the judge record."""
     messages = prompt_messages(criterion_id=c.id, layer=layer, statement=c.statement, component=c.component,
-                               trigger=c.trigger, packet=packet.model_dump(mode="json", by_alias=True),
+                               trigger=c.trigger_text, packet=packet.model_dump(mode="json", by_alias=True),
                                agent_context=agent_context)
     record: dict[str, Any] = {
         "schema": JUDGE_RECORD_SCHEMA, "criterion": c.id, "layer": layer, "template": TEMPLATE_VERSION,

@@ -54,6 +54,19 @@ class RuleSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+Protocol = Literal["probe", "live"]
+PROTOCOLS: tuple[Protocol, ...] = ("probe", "live")
+
+
+class Trigger(StrictModel):
+    """When a criterion applies (the paper's ``trigger``). ``protocol: live``: only in runs under
+    a live model — e.g. a semantic rubric over the agent's free-text reply, which the probe
+    protocol scripts; such a criterion is left out of a probe run (not in its denominators), so
+    the embedded default needs no judge."""
+
+    protocol: Protocol
+
+
 class CriterionSpec(StrictModel):
     """One criterion of a rubric."""
 
@@ -62,7 +75,9 @@ class CriterionSpec(StrictModel):
     type: Literal["rule", "rubric"]
     statement: str = Field(min_length=1)
     component: Literal["C", "E", "G", "L", "O", "T", "V"] | None = None
-    trigger: str = "always"
+    trigger: Trigger | str = Field(
+        default="always", description="'always', a prose note of the condition the criterion's rule checks "
+        "(documentation only), or {protocol: live|probe}: the criterion belongs to runs under that protocol only.")
     role: Literal["core", "diagnostic"] = "core"
     rule: RuleSpec | None = None
     evidence: EvidenceSelector = Field(default_factory=EvidenceSelector)
@@ -71,6 +86,15 @@ class CriterionSpec(StrictModel):
         description="Harness layer only: a rule that, when it holds, shows an agent action "
         "bypassed this criterion's observation (SPEC §6, set B).",
     )
+
+    def applies_to(self, protocol: str) -> bool:
+        """Whether the criterion is part of a run under ``protocol`` (its trigger)."""
+        return not isinstance(self.trigger, Trigger) or self.trigger.protocol == protocol
+
+    @property
+    def trigger_text(self) -> str:
+        """The trigger as the judge prompt and the reports show it (``always``, ``protocol: live``)."""
+        return self.trigger if isinstance(self.trigger, str) else f"protocol: {self.trigger.protocol}"
 
     @model_validator(mode="after")
     def _rule_matches_type(self) -> CriterionSpec:
@@ -118,4 +142,19 @@ class Rubric(StrictModel):
                 raise ValueError(f"criterion {crit.id!r}: 'bypass' is only for harness criteria")
         if self.links and self.layer != "harness":
             raise ValueError("links are declared in the harness rubric")
+        for protocol in PROTOCOLS:
+            if not any(c.applies_to(protocol) for c in self.criteria):
+                raise ValueError(f"no criterion applies under the {protocol} protocol: every layer needs at least "
+                                 "one (give one criterion trigger 'always' or that protocol)")
         return self
+
+    def for_protocol(self, protocol: str, agent_ids: set[str] | None = None) -> Rubric:
+        """The rubric of a run under ``protocol``: its triggered criteria, and (harness rubric)
+        the links whose harness criterion applies and whose agent criterion is in ``agent_ids``
+        (the agent rubric's criteria that apply; ``None``: keep every agent end)."""
+        kept = [c for c in self.criteria if c.applies_to(protocol)]
+        ids = {c.id for c in kept}
+        links = [lk for lk in self.links if lk.harness in ids and (agent_ids is None or lk.agent in agent_ids)]
+        if len(kept) == len(self.criteria) and len(links) == len(self.links):
+            return self
+        return self.model_copy(update={"criteria": kept, "links": links})

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -242,6 +242,16 @@ class TaskPack:
     @property
     def id(self) -> str:
         return self.spec.id
+
+    def for_protocol(self, protocol: str) -> TaskPack:
+        """The pack as a run under ``protocol`` is scored: only the criteria whose trigger
+        applies (and the links between them). Same folder and digest; ``self`` when every
+        criterion applies (the usual case)."""
+        agent = self.agent_rubric.for_protocol(protocol)
+        harness = self.harness_rubric.for_protocol(protocol, {c.id for c in agent.criteria})
+        if agent is self.agent_rubric and harness is self.harness_rubric:
+            return self
+        return replace(self, harness_rubric=harness, agent_rubric=agent)
 
     @property
     def digest(self) -> str:
@@ -468,11 +478,18 @@ def load_task(root: Path) -> TaskPack:
             errors.append(TaskPackError(rel("verifier/agent_score.yaml"), f"criterion id {dup!r} is also used in the harness rubric",
                                         field="criteria", fix="ids must be unique across both rubrics"))
         if spec is not None:
+            probe_ids = {c.id for c in [*h.criteria, *a.criteria] if c.applies_to("probe")}
             for mutant, ids in spec.calibration.mutants.items():
                 for cid in ids:
                     if cid not in h_ids | a_ids:
                         errors.append(TaskPackError(rel("task.yaml"), f"calibration of mutant {mutant!r} names unknown criterion {cid!r}",
                                                     field=f"calibration.mutants.{mutant}", fix="name a criterion of either rubric"))
+                    elif cid not in probe_ids:
+                        # calibration runs under the probe protocol: a live-only criterion never flips there
+                        errors.append(TaskPackError(rel("task.yaml"), f"calibration of mutant {mutant!r} names {cid!r}, "
+                                                    "which applies only under the live protocol (calibration runs the probe)",
+                                                    field=f"calibration.mutants.{mutant}",
+                                                    fix="list only criteria that apply under the probe protocol"))
         for i, link in enumerate(h.links):
             if link.harness not in h_ids:
                 errors.append(TaskPackError(rel("verifier/harness_score.yaml"), f"link names unknown harness criterion {link.harness!r}",
