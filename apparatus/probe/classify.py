@@ -9,6 +9,9 @@ Signatures observed on the real CLIs (see ``shared/HARNESSES.md``):
   summary of the conversation so far" (tools may still be declared); Codex sends
   ``tools: []``, ``request_kind: "compaction"`` in ``x-codex-turn-metadata`` and
   "CONTEXT CHECKPOINT COMPACTION".
+* **heartbeat** (OpenClaw Gateway): a periodic run in the agent's main session whose user text
+  is "Follow the heartbeat monitor scratch context when provided. … If nothing needs attention,
+  reply NO_REPLY." — harness housekeeping, not the task; answered ``NO_REPLY`` as it asks.
 * **sub-agent**: Claude Code sends header ``x-claude-code-agent-id`` and
   ``cc_is_subagent=true`` in its first system block; Codex children send
   ``x-openai-subagent`` (from the binary's strings, not yet observed on the wire); OpenClaw
@@ -26,7 +29,7 @@ from typing import Literal
 
 from apparatus.probe.conversation import Conversation
 
-Kind = Literal["policy", "title", "compaction", "unscripted"]
+Kind = Literal["policy", "title", "compaction", "heartbeat", "unscripted"]
 
 _COMPACTION = re.compile(
     r"detailed summary of the conversation|context checkpoint compaction|"
@@ -34,6 +37,9 @@ _COMPACTION = re.compile(
     re.IGNORECASE,
 )
 _TITLE = re.compile(r"\btitle\b", re.IGNORECASE)
+_HEARTBEAT = re.compile(r"^\s*Follow the heartbeat monitor scratch context\b[\s\S]*\breply NO_REPLY\b")
+#: What a heartbeat run asks for when nothing needs attention (the probe has nothing to report).
+HEARTBEAT_REPLY = "NO_REPLY"
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -70,10 +76,17 @@ def is_title(conv: Conversation) -> bool:
     return bool(re.search(r"generate a (concise|short)[^.\n]{0,40}\btitle\b", conv.system_text, re.IGNORECASE))
 
 
+def is_heartbeat(conv: Conversation) -> bool:
+    """OpenClaw's heartbeat run: its user text is the heartbeat prompt (never a task's words)."""
+    return bool(_HEARTBEAT.search(conv.last_user_item_text()))
+
+
 def classify(conv: Conversation, headers: Mapping[str, str]) -> Kind:
     """What kind of request this is; ``policy`` covers main and sub-agent turns."""
     if is_title(conv):
         return "title"
+    if is_heartbeat(conv):
+        return "heartbeat"
     if is_compaction(conv, headers):
         return "compaction"
     if not conv.tools:

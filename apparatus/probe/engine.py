@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apparatus.probe.classify import classify, principal_of
+from apparatus.probe.classify import HEARTBEAT_REPLY, classify, principal_of
 from apparatus.probe.conversation import (
     Conversation,
     Item,
@@ -229,6 +229,10 @@ class Run:
         kind = classify(conv, headers)
         if kind == "title":
             return Outcome(reply=Reply(text=title_text(conv)), kind="title")
+        if kind == "heartbeat":
+            # harness housekeeping in its own run: answered as it asks, never given to the policy
+            # (whose pending call would otherwise be spent, and its result lost, on that run)
+            return Outcome(reply=Reply(text=HEARTBEAT_REPLY), kind="heartbeat")
         if kind == "unscripted":
             return Outcome(kind="unscripted", error=(500, (
                 f"{APPARATUS}: unscripted request {index} (no tools declared, not a title or compaction "

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RequestKind = Literal["main", "subagent", "compaction", "title", "provider_error", "unscripted", "apparatus_error"]
+RequestKind = Literal["main", "subagent", "compaction", "title", "heartbeat", "provider_error", "unscripted",
+                      "apparatus_error"]
 
 
 class RequestRecord(BaseModel):
@@ -17,7 +18,8 @@ class RequestRecord(BaseModel):
     index: int = Field(description="1-based order of the request within the run.")
     wire_format: Literal["anthropic", "responses", "chat"]
     kind: RequestKind = Field(description="main / subagent (policy-driven), compaction and title "
-                              "(declared handlers), provider_error (injected), unscripted / apparatus_error (HTTP 500).")
+                              "(declared handlers), heartbeat (OpenClaw housekeeping, answered NO_REPLY), "
+                              "provider_error (injected), unscripted / apparatus_error (HTTP 500).")
     observation_digest: str = Field(description="sha256 of the canonical rebuilt observation (system, items, tool names).")
     action: str | None = Field(default=None, description="Kind of the policy action answered (shell, final, …).")
     mapped_tool: str | None = Field(default=None, description="Wire tool name used (Codex namespaced tools as ns/name).")

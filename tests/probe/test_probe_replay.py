@@ -394,3 +394,25 @@ def test_notification_wrapped_in_a_system_reminder_resumes_policy(probe, write_p
              "<status>completed</status>\n<result>The job finished. value: 42</result>\n</task-notification>\n"
              "</system-reminder>")
     assert sim.send().text == "child said The job finished. value: 42"
+
+
+HEARTBEAT = ("Follow the heartbeat monitor scratch context when provided. Recurring tasks are automations; create "
+             "or change their schedules with the automations tool, not heartbeat scratch. Do not infer or repeat old "
+             "tasks from prior chats. If nothing needs attention, reply NO_REPLY.\nCurrent time: Sunday\n\n"
+             "Runtime: agent=main | session=agent:main:main")
+
+
+def test_an_openclaw_heartbeat_is_answered_no_reply_and_leaves_the_policy_alone(probe, write_policy, run_id):
+    """OpenClaw's Gateway runs a heartbeat in the agent's main session while the parent waits: it is
+    housekeeping (answered NO_REPLY, as it asks), never a step of the policy — whose pending call
+    would otherwise be spent there and its result lost to the parent."""
+    probe.register_run(run_id, write_policy(MULTI_STEP))
+    beat = SimHarness("chat", probe.run_url(run_id), tools_for("chat"))
+    beat.user(HEARTBEAT)
+    assert beat.send().text == "NO_REPLY"
+    sim = SimHarness("chat", probe.run_url(run_id), tools_for("chat"))
+    sim.user("fix the build; keep MAXCONN=7")
+    first = sim.send()
+    assert first.name is not None  # the policy's first step, untouched by the heartbeat
+    kinds = [r.kind for r in probe.finish_run(run_id).requests]
+    assert kinds[0] == "heartbeat" and kinds[1] == "main"
