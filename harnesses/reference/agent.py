@@ -35,6 +35,23 @@ from tracetrial.redact import Redactor
 MAIN = "main"
 
 
+#: Token counts the completion record sums over the turn's answered model requests (Chat Completions
+#: ``usage`` names; ``cached_tokens`` and ``reasoning_tokens`` come from the ``*_details`` objects).
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
+
+
+def usage_counts(usage: dict[str, Any]) -> dict[str, int | None]:
+    """The :data:`USAGE_FIELDS` of one response's ``usage`` (``None`` where the provider gave none)."""
+    details = {"cached_tokens": usage.get("prompt_tokens_details"),
+               "reasoning_tokens": usage.get("completion_tokens_details")}
+    out: dict[str, int | None] = {}
+    for name in USAGE_FIELDS:
+        src = details.get(name, usage)
+        value = src.get(name) if isinstance(src, dict) else None
+        out[name] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    return out
+
+
 #: Completion statuses of a turn that stopped before its work was done (budget, step limit, deadline,
 #: children still running) — what ``hide_unfinished`` reports as ``completed``.
 UNFINISHED = ("incomplete", "budget_exhausted", "deadline")
@@ -126,6 +143,9 @@ class Agent:
         self._done = asyncio.Event()
         self._history: list[dict[str, Any]] = []
         self._results_delivered = 0
+        self._usage: dict[str, int | None] = dict.fromkeys(USAGE_FIELDS)
+        self._usage_responses = 0
+        self._no_usage_responses = 0
 
     # ------------------------------------------------------------------ helpers
     def _mask(self, text: str) -> str:
@@ -180,7 +200,29 @@ class Agent:
                                   "http_status": exc.http_status}, p)
             raise _Stop("error", f"model request failed: {exc}") from exc
         self._write("response", {"request_id": request_id, **resp.record()}, p)
+        self._count_usage(resp.usage)
         return resp
+
+    def _count_usage(self, usage: dict[str, Any] | None) -> None:
+        """Add one answered request's usage to the turn's totals (every principal's requests)."""
+        if not isinstance(usage, dict):
+            self._no_usage_responses += 1
+            return
+        self._usage_responses += 1
+        for name, value in usage_counts(usage).items():
+            if value is None:
+                continue
+            if self.cfg.mutant == "misreport_usage":
+                self._usage[name] = value  # the defect: each response's usage replaces the total
+            else:
+                self._usage[name] = (self._usage[name] or 0) + value
+
+    def usage(self) -> dict[str, Any] | None:
+        """The turn's token usage as the completion record states it (``None``: no response reported any)."""
+        if not self._usage_responses:
+            return None
+        return {**self._usage, "responses_with_usage": self._usage_responses,
+                "responses_without_usage": self._no_usage_responses}
 
     # ------------------------------------------------------------------ the loop
     async def loop(self, p: Principal, messages: list[dict[str, Any]]) -> tuple[str, str]:
@@ -440,7 +482,7 @@ class Agent:
     def complete(self, status: str, final_text: str, pending: list[str]) -> dict[str, Any]:
         """Write the turn's final native completion record and return its data."""
         data = {"status": status, "final_text": final_text, "model_calls": self.model_calls,
-                "tool_calls": self.tool_calls, "failed_tool_call_ids": list(self.failed),
+                "tool_calls": self.tool_calls, "usage": self.usage(), "failed_tool_call_ids": list(self.failed),
                 "evidence_call_ids": list(self.evidence), "receipts": list(self.receipts),
                 "pending_child_ids": pending}
         if self.cfg.mutant == "claim_without_receipt":

@@ -222,5 +222,5 @@ async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: S
         record.next_child = agent.next_child
         store.save(record, cfg.redactor)
     return {"session_id": record.session_id, "status": data["status"], "final_text": data["final_text"],
-            "model_calls": data["model_calls"], "tool_calls": data["tool_calls"],
+            "model_calls": data["model_calls"], "tool_calls": data["tool_calls"], "usage": data["usage"],
             "pending_child_ids": data["pending_child_ids"]}

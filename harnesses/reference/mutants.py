@@ -66,6 +66,9 @@ defect                        component       property it breaks                
                                                                                 (user messages, tool results) before its prompt
 ``swallow_provider_error``    Observability   harness error/refusal notice      a failed model request is taken for an empty final answer:
                                                                                 no error record, the turn ``completed``, exit 0
+``misreport_usage``           Observability   auditable completion info         the final completion record's ``usage`` is the last
+                                                                                response's usage, not the sum over the turn's requests
+                                                                                (each response overwrites the total)
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -165,6 +168,8 @@ MUTANTS: dict[str, Mutant] = {
                needs=("subagent",)),
         Mutant("swallow_provider_error", "Observability", "harness_error_refusal_notice",
                "a failed model request taken for an empty final answer (completed, exit 0)"),
+        Mutant("misreport_usage", "Observability", "auditable_completion_info",
+               "the completion record's usage is the last response's, not the turn's sum"),
     )
 }
 

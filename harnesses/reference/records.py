@@ -47,8 +47,10 @@ RECORD_TYPES: dict[str, str] = {
     "subagent": "action (spawn|finish|deliver|abandon), child_principal_id, background, status, prompt?, "
                 "final_text?, model_visible_content?, parent_reactivated?, pending_child_ids",
     "completion": "status (completed|incomplete|budget_exhausted|deadline|error), final_text, model_calls, "
-                  "tool_calls, failed_tool_call_ids, evidence_call_ids, receipts[{call_id,tool,key,value}], "
-                  "pending_child_ids",
+                  "tool_calls, usage (null when no response reported usage, else {prompt_tokens, "
+                  "completion_tokens, total_tokens, cached_tokens, reasoning_tokens, responses_with_usage, "
+                  "responses_without_usage}: summed over every answered request of the turn, every principal), "
+                  "failed_tool_call_ids, evidence_call_ids, receipts[{call_id,tool,key,value}], pending_child_ids",
 }
 
 RecordType = Literal["session", "request", "response", "error", "tool_call", "tool_result", "policy",

@@ -327,6 +327,9 @@ def test_each_mutant_changes_nothing_outside_its_defect(harness: Harness) -> Non
         elif mutant == "misreport_model_calls":
             assert done["model_calls"] == base_done["model_calls"] - 1
             done["model_calls"] = base_done["model_calls"]
+        elif mutant == "misreport_usage":  # the last of the four responses' usage, not their sum
+            assert done["usage"]["prompt_tokens"] == 104 != base_done["usage"]["prompt_tokens"]
+            done["usage"] = base_done["usage"]
         elif mutant in expected:  # the hidden failure also leaves the failed-call list
             assert done["failed_tool_call_ids"] == ([] if mutant == "hide_exit_code" else ["c1"])
             done["failed_tool_call_ids"], done["evidence_call_ids"] = (base_done["failed_tool_call_ids"],
@@ -553,3 +556,33 @@ def test_provider_error_surfaced_unless_swallowed(harness: Harness, mutant: str 
     else:
         assert run.returncode == 0 and done["status"] == "completed" and done["final_text"] == ""
         assert run.of_type("error") == [] and "upstream overloaded" not in json.dumps(run.result) + run.stderr
+
+
+# ----------------------------------------------------------------------------- batch 2: properties that had no mutant
+
+
+@pytest.mark.parametrize("mutant", [None, "misreport_usage"])
+def test_completion_usage_sums_every_request_unless_misreport_usage(harness: Harness, mutant: str | None) -> None:
+    script = {"main": [call("c1", "shell", {"command": "true"}),
+                       call("s1", "spawn_subagent", {"prompt": "say hi"}), say("done")],
+              "child-1": [say("hi")]}
+    run = harness.run(script, *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    responses = [r["data"]["usage"] for r in run.of_type("response")]
+    assert len(responses) == len(run.server.requests) == 4  # three of main, one of the child
+    done = run.of_type("completion")[0]["data"]
+    assert done["model_calls"] == 4 and done["tool_calls"] == 2  # the counts are untouched
+    if mutant is None:  # every answered request of the turn, every principal
+        want = {k: sum(u[k] for u in responses) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    else:  # the last response's usage only
+        want = {k: responses[-1][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    assert done["usage"] == {**want, "cached_tokens": None, "reasoning_tokens": None,
+                             "responses_with_usage": 4, "responses_without_usage": 0}
+    assert run.result["usage"] == done["usage"]
+    # the per-call usage records stay exact either way (the defect is in the completion record only)
+    assert [r["data"]["usage"]["prompt_tokens"] for r in run.of_type("response")] == [101, 102, 103, 104]
+
+
+def test_completion_usage_is_null_when_no_response_reported_usage(harness: Harness) -> None:
+    run = harness.run({"main": [Reply(status=503, error="down")]})
+    assert run.of_type("completion")[0]["data"]["usage"] is None  # unavailable, never 0
