@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: SessionStore, api_key: str,
                base_url: str, servers: list[Any], mcp_timeout_s: float) -> dict[str, Any]:
     chat = ChatClient(base_url, api_key)
-    mcp = McpBridge(servers, cwd=str(cfg.workspace), timeout_s=mcp_timeout_s) if servers else None
+    mcp = McpBridge(servers, cwd=str(cfg.workspace), timeout_s=mcp_timeout_s, mutant=cfg.mutant) if servers else None
     agent = Agent(cfg, log, chat, mcp, session_id=record.session_id, next_child=record.next_child,
                   save=lambda: store.save(record, cfg.redactor))
     try:

@@ -1,7 +1,12 @@
 """The task's MCP tools: stdio servers through the official ``mcp`` SDK client.
 
 Each server's tools are declared to the model as ``mcp__<server>__<tool>`` with
-their real input schemas and descriptions. A result is relayed to the model as
+their real input schemas and descriptions. A name a Chat Completions function
+name cannot be (over 64 characters, characters outside ``A-Za-z0-9_-``) or one
+another tool already holds gets a fitted, unique name: invalid characters become
+``_``, the name is cut to leave room for ``_`` and 8 hex digits of the SHA-256 of
+``<server>/<tool>``, and its description names the real MCP tool; every tool
+stays declared and each wire name routes to exactly one tool. A result is relayed to the model as
 the JSON of the MCP result itself — ``{"isError": …, "content": […],
 "structuredContent": …}`` — so the error flag and the structured content
 arrive intact (Chat Completions has no error field on tool messages). A
@@ -12,10 +17,12 @@ next model request.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +52,40 @@ def load_config(text: str) -> list[ServerConfig]:
             for name, v in servers.items()]
 
 
+#: A Chat Completions function name (the provider refuses anything else).
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_NAME = 64
+
+
 def wire_name(server: str, tool: str) -> str:
     return f"{PREFIX}{server}__{tool}"
+
+
+def fitted_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>`` with characters a function name cannot hold replaced by ``_``
+    and cut to :data:`MAX_NAME` characters (not unique by itself)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", wire_name(server, tool))[:MAX_NAME]
+
+
+def unique_name(server: str, tool: str, taken: Mapping[str, tuple[str, Any]]) -> str:
+    """The wire name of ``server``'s ``tool``: ``mcp__<server>__<tool>`` when it is a valid function
+    name no other tool holds, else the fitted name cut to make room for ``_<hash>`` (8 hex digits of
+    SHA-256 of ``<server>/<tool>``, more when even that is taken). ``taken``: wire name ->
+    ``(server, mcp Tool)`` of the tools named so far."""
+
+    def free(name: str) -> bool:
+        held = taken.get(name)
+        return held is None or (held[0] == server and held[1].name == tool)
+
+    plain = wire_name(server, tool)
+    if FUNCTION_NAME.match(plain) and free(plain):
+        return plain
+    digest = hashlib.sha256(f"{server}/{tool}".encode()).hexdigest()
+    for width in (8, 12, 16, 24):
+        name = f"{fitted_name(server, tool)[:MAX_NAME - width - 1]}_{digest[:width]}"
+        if free(name):
+            return name
+    raise ValueError(f"no unique function name for MCP tool {tool!r} of server {server!r}")
 
 
 def drop_nested_field(arguments: Any) -> Any:
@@ -86,8 +125,10 @@ def find_receipts(value: Any) -> list[tuple[str, Any]]:
 class McpBridge:
     """Connected MCP servers of one harness process."""
 
-    def __init__(self, servers: list[ServerConfig], *, cwd: str, timeout_s: float = 120.0):
+    def __init__(self, servers: list[ServerConfig], *, cwd: str, timeout_s: float = 120.0,
+                 mutant: str | None = None):
         self.servers = servers
+        self.mutant = mutant
         self.cwd = cwd
         self.timeout_s = timeout_s
         self.clients: dict[str, Any] = {}  # server name -> connected mcp.Client
@@ -157,7 +198,12 @@ class McpBridge:
         for name in [n for n, (s, _) in self.tools.items() if s == server]:
             del self.tools[name]
         for tool in result.tools:
-            self.tools[wire_name(server, tool.name)] = (server, tool)
+            if self.mutant == "collide_tool_names":
+                # The defect: the name is fitted (characters replaced, cut to 64) but never made
+                # unique, so a tool whose fitted name another already holds silently replaces it.
+                self.tools[fitted_name(server, tool.name)] = (server, tool)
+            else:
+                self.tools[unique_name(server, tool.name, self.tools)] = (server, tool)
 
     async def refresh(self) -> list[str]:
         """Re-list servers that announced a changed tool list; returns their names."""
@@ -175,6 +221,8 @@ class McpBridge:
         out = []
         for name, (server, tool) in self.tools.items():
             desc = tool.description or f"Tool {tool.name} of MCP server {server}."
+            if name != wire_name(server, tool.name):
+                desc = f"[MCP tool {tool.name!r} of server {server!r}] {desc}"
             out.append({"type": "function", "function": {
                 "name": name, "description": desc,
                 "parameters": tool.input_schema or {"type": "object", "properties": {}}}})

@@ -69,6 +69,10 @@ defect                        component       property it breaks                
 ``misreport_usage``           Observability   auditable completion info         the final completion record's ``usage`` is the last
                                                                                 response's usage, not the sum over the turn's requests
                                                                                 (each response overwrites the total)
+``collide_tool_names``        Tools           naming/registration               MCP wire names are fitted to the function-name rule
+                                                                                (``_`` for invalid characters, cut to 64) but not made
+                                                                                unique: a tool whose fitted name another holds replaces
+                                                                                it (one declaration left, calls routed to the last)
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -170,6 +174,9 @@ MUTANTS: dict[str, Mutant] = {
                "a failed model request taken for an empty final answer (completed, exit 0)"),
         Mutant("misreport_usage", "Observability", "auditable_completion_info",
                "the completion record's usage is the last response's, not the turn's sum"),
+        Mutant("collide_tool_names", "Tools", "naming_registration",
+               "fitted MCP tool names not made unique; a colliding tool replaces the other",
+               needs=("mcp",)),
     )
 }
 

@@ -6,7 +6,8 @@ of what the server received.
 
 Tools: ``submit(order)`` (structured result with a receipt id), ``fail(code)``
 (``isError`` result with structured error content), ``slow(seconds)``, ``summary()`` (a text
-summary whose exact values are only in ``structuredContent``).
+summary whose exact values are only in ``structuredContent``); with ``$TT_TEST_MCP_LONG_NAMES``
+also two long-named ``reserve_…_lane`` tools and ``orders_create`` / ``orders.create``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,31 @@ def summary() -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text="3 batches settled (figures attached)")],
                           structured_content={"batches": [{"id": "B-1", "amount": "1043.17"},
                                                           {"id": "B-2", "amount": "88.02"}]})
+
+
+LONG = "reserve_inventory_for_the_outbound_shipment_on_the_{}_lane"
+
+if os.environ.get("TT_TEST_MCP_LONG_NAMES"):
+    # Names a Chat Completions function name cannot hold as they are: two long names that share
+    # their first 64 characters once prefixed (``mcp__shop__…``), and a dotted name whose fitted
+    # form (``.`` -> ``_``) is another tool's real name.
+    for lane in ("priority_express", "priority_standard"):
+        def reserve(sku: str, lane: str = lane) -> dict[str, Any]:
+            _ledger(LONG.format(lane), {"sku": sku})
+            return {"reserved": sku, "lane": lane}
+
+        server.tool(name=LONG.format(lane), description=f"Reserve stock on the {lane.replace('_', ' ')} lane.")(
+            reserve)
+
+    @server.tool(name="orders_create", description="Create a draft order.")
+    def orders_create(ref: str) -> dict[str, Any]:
+        _ledger("orders_create", {"ref": ref})
+        return {"draft": ref}
+
+    @server.tool(name="orders.create", description="Create and submit an order.")
+    def orders_dot_create(ref: str) -> dict[str, Any]:
+        _ledger("orders.create", {"ref": ref})
+        return {"submitted": ref}
 
 
 if __name__ == "__main__":

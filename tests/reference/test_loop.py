@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reference.chat_server import Reply, call, say
+from tests.reference.chat_server import Reply, Request, call, say
 from tests.reference.conftest import API_KEY, CliRun, Harness, alive
 
 
@@ -586,3 +586,49 @@ def test_completion_usage_sums_every_request_unless_misreport_usage(harness: Har
 def test_completion_usage_is_null_when_no_response_reported_usage(harness: Harness) -> None:
     run = harness.run({"main": [Reply(status=503, error="down")]})
     assert run.of_type("completion")[0]["data"]["usage"] is None  # unavailable, never 0
+
+
+def _long_names_config(harness: Harness) -> Path:
+    path = harness.mcp_config()
+    cfg = json.loads(path.read_text())
+    cfg["servers"]["shop"]["env"]["TT_TEST_MCP_LONG_NAMES"] = "1"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+@pytest.mark.parametrize("mutant", [None, "collide_tool_names"])
+def test_long_and_invalid_mcp_names_stay_unique_unless_collide_tool_names(harness: Harness,
+                                                                         mutant: str | None) -> None:
+    from harnesses.reference.mcp_tools import FUNCTION_NAME
+
+    def declared(req: Request) -> dict[str, str]:
+        return {t["function"]["name"]: t["function"]["description"] for t in req.body["tools"]}
+
+    def script(req: Request) -> Reply:
+        """Reserve on the express lane with whichever declared tool says it is the express one
+        (else the only reserve tool there is), then create an order with the 'submit' one."""
+        if len(req.messages) > 2:
+            return say("done")
+        tools = declared(req)
+        reserve = [n for n in tools if "reserve_inventory" in n]
+        express = next((n for n in reserve if "express" in tools[n]), reserve[0])
+        submit = next(n for n in tools if "orders" in n and "submit" in tools[n])
+        return Reply(tool_calls=[("r1", express, {"sku": "SKU-1"}), ("o1", submit, {"ref": "PO-7"})])
+
+    run = harness.run(script, "--mcp-config", str(_long_names_config(harness)), *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    tools = declared(run.server.requests[0])
+    assert all(FUNCTION_NAME.match(n) for n in tools)  # every name is a valid function name either way
+    mcp = [n for n in tools if n.startswith("mcp__")]
+    called = [e["tool"] for e in harness.mcp_ledger()]
+    if mutant is None:  # eight tools, eight declarations, each call reaches the tool it meant
+        assert len(mcp) == 8 and len(set(mcp)) == 8
+        assert "mcp__shop__orders_create" in tools and tools["mcp__shop__orders_create"] == "Create a draft order."
+        assert called == ["reserve_inventory_for_the_outbound_shipment_on_the_priority_express_lane",
+                          "orders.create"]
+    else:  # the colliding pairs collapse to one declaration each: the later one listed wins
+        assert len(mcp) == 6
+        assert tools["mcp__shop__orders_create"].endswith("Create and submit an order.")
+        assert called == ["reserve_inventory_for_the_outbound_shipment_on_the_priority_standard_lane",
+                          "orders.create"]
+    assert json.loads(run.server.requests[-1].tool_result("r1"))["isError"] is False

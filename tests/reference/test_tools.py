@@ -3,6 +3,7 @@ and each tool-level mutant's one behavioural change."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -11,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from harnesses.reference import tools as T
-from harnesses.reference.mcp_tools import drop_nested_field, find_receipts
+from harnesses.reference.mcp_tools import (
+    FUNCTION_NAME,
+    drop_nested_field,
+    find_receipts,
+    fitted_name,
+    unique_name,
+)
 from tests.reference.conftest import alive
 
 ENV = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8"}
@@ -262,3 +269,36 @@ def test_failed_write_is_an_error_unless_ack_failed_write(tmp_path: Path, mutant
     assert (tmp_path / "other.yaml").read_text() == "a: 1\n"
     bad = T.write_file(tmp_path, {"path": "x.yaml", "content": 3}, mutant)
     assert bad.is_error  # an invalid call is still refused
+
+
+# ----------------------------------------------------------------------------- MCP wire names
+
+
+class _Tool:
+    def __init__(self, name: str):
+        self.name = name
+
+
+def test_wire_names_are_valid_unique_and_stable() -> None:
+    long_a = "reserve_inventory_for_the_outbound_shipment_on_the_priority_express_lane"
+    long_b = long_a.replace("express", "standard")
+    taken: dict[str, tuple[str, _Tool]] = {}
+    for server, tool in [("shop", "submit"), ("shop", long_a), ("shop", long_b), ("shop", "orders_create"),
+                         ("shop", "orders.create"), ("shop.eu", "submit"), ("shop_eu", "submit")]:
+        taken[unique_name(server, tool, taken)] = (server, _Tool(tool))
+    assert len(taken) == 7 and all(FUNCTION_NAME.match(n) for n in taken)
+    def hashed(server: str, tool: str) -> str:
+        return "_" + hashlib.sha256(f"{server}/{tool}".encode()).hexdigest()[:8]
+
+    by_tool = {(s, t.name): n for n, (s, t) in taken.items()}
+    # valid names no other tool holds stay as they are
+    assert [by_tool[k] for k in [("shop", "submit"), ("shop", "orders_create"), ("shop_eu", "submit")]] == [
+        "mcp__shop__submit", "mcp__shop__orders_create", "mcp__shop_eu__submit"]
+    # the others are fitted and carry the hash of their real name
+    for key in [("shop", long_a), ("shop", long_b), ("shop", "orders.create"), ("shop.eu", "submit")]:
+        assert by_tool[key].endswith(hashed(*key)) and len(by_tool[key]) <= 64, key
+    assert unique_name("shop", long_a, taken) == next(n for n, (_, t) in taken.items() if t.name == long_a)
+    # the fitted names alone collide: what collide_tool_names registers under
+    assert fitted_name("shop", long_a) == fitted_name("shop", long_b)
+    assert fitted_name("shop", "orders.create") == "mcp__shop__orders_create"
+    assert fitted_name("shop.eu", "submit") == fitted_name("shop_eu", "submit")
