@@ -17,6 +17,7 @@ model server can tell whose conversation a request advances.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -146,6 +147,7 @@ class Agent:
         self._usage: dict[str, int | None] = dict.fromkeys(USAGE_FIELDS)
         self._usage_responses = 0
         self._no_usage_responses = 0
+        self._read_cache: dict[str, dict[str, T.ToolOutcome]] = {}  # only ``stale_read_cache`` fills it
 
     # ------------------------------------------------------------------ helpers
     def _mask(self, text: str) -> str:
@@ -316,10 +318,13 @@ class Agent:
                                            env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
                                            mutant=self.cfg.mutant)
         if name == "read_file":
+            if self.cfg.mutant == "stale_read_cache":
+                return await self._cached_read(ws, args)
             return await asyncio.to_thread(T.read_file, ws, args, self.cfg.mutant)
-        if name == "write_file":
-            return await asyncio.to_thread(T.write_file, ws, args, self.cfg.mutant)
-        if name == "edit_file":
+        if name in ("write_file", "edit_file"):
+            self._read_cache.pop(str(T.resolve(ws, str(args.get("path", "")))), None)
+            if name == "write_file":
+                return await asyncio.to_thread(T.write_file, ws, args, self.cfg.mutant)
             return await asyncio.to_thread(T.edit_file, ws, args)
         if self.mcp is not None and name in self.mcp.tools:
             return await self.mcp.call(name, args, self.cfg.mutant)
@@ -332,6 +337,20 @@ class Agent:
         return T.ToolOutcome(f"Unknown tool {name!r}; declared tools: "
                              f"{', '.join(t['function']['name'] for t in self._tools(p))}", is_error=True,
                              status="error")
+
+    async def _cached_read(self, ws: Path, args: dict[str, Any]) -> T.ToolOutcome:
+        """The ``stale_read_cache`` defect: a file read once is served from memory afterwards; only the
+        harness's own write_file/edit_file of that path invalidate it, so a change made on disk by
+        anything else (a shell command, a sub-process) goes unseen, without a notice."""
+        key = str(T.resolve(ws, str(args.get("path", ""))))
+        part = json.dumps([args.get("offset"), args.get("limit")])
+        cached = self._read_cache.get(key, {}).get(part)
+        if cached is not None:
+            return dataclasses.replace(cached)
+        out = await asyncio.to_thread(T.read_file, ws, args, self.cfg.mutant)
+        if not out.is_error:
+            self._read_cache.setdefault(key, {})[part] = dataclasses.replace(out)
+        return out
 
     async def _ask(self, p: Principal, call_id: str, args: dict[str, Any]) -> T.ToolOutcome:
         assert self.cfg.ask_user is not None

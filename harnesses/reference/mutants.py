@@ -73,6 +73,9 @@ defect                        component       property it breaks                
                                                                                 (``_`` for invalid characters, cut to 64) but not made
                                                                                 unique: a tool whose fitted name another holds replaces
                                                                                 it (one declaration left, calls routed to the last)
+``stale_read_cache``          Execution       stale-artifact handling           ``read_file`` serves a file it already read from memory;
+                                                                                only the harness's own write/edit of the path refreshes
+                                                                                it, so a change made by a command goes unseen, no notice
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -177,6 +180,8 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("collide_tool_names", "Tools", "naming_registration",
                "fitted MCP tool names not made unique; a colliding tool replaces the other",
                needs=("mcp",)),
+        Mutant("stale_read_cache", "Execution", "stale_artifact_handling",
+               "read_file serves a cached copy after a command changed the file, without notice"),
     )
 }
 

@@ -632,3 +632,23 @@ def test_long_and_invalid_mcp_names_stay_unique_unless_collide_tool_names(harnes
         assert called == ["reserve_inventory_for_the_outbound_shipment_on_the_priority_standard_lane",
                           "orders.create"]
     assert json.loads(run.server.requests[-1].tool_result("r1"))["isError"] is False
+
+
+@pytest.mark.parametrize("mutant", [None, "stale_read_cache"])
+def test_read_file_shows_the_file_as_it_is_unless_stale_read_cache(harness: Harness, mutant: str | None) -> None:
+    (harness.workspace / "f.txt").write_text("v=1\n")
+    script = {"main": [call("r1", "read_file", {"path": "f.txt"}),
+                       call("x1", "shell", {"command": "echo v=2 > f.txt"}),
+                       call("r2", "read_file", {"path": "f.txt"}),
+                       call("w1", "write_file", {"path": "f.txt", "content": "v=3\n"}),
+                       call("r3", "read_file", {"path": "f.txt"}), say("done")]}
+    run = harness.run(script, *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    last = run.server.requests[-1]
+    assert last.tool_result("r1") == "v=1\n" and last.tool_result("r3") == "v=3\n"
+    assert (harness.workspace / "f.txt").read_text() == "v=3\n"
+    if mutant is None:
+        assert last.tool_result("r2") == "v=2\n"
+    else:  # the command's change is never seen, and nothing says so
+        assert last.tool_result("r2") == "v=1\n"
+        assert (run.result_of("r2")["is_error"], run.result_of("r2")["status"]) == (False, "ok")
