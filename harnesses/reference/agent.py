@@ -148,6 +148,8 @@ class Agent:
         self._usage_responses = 0
         self._no_usage_responses = 0
         self._read_cache: dict[str, dict[str, T.ToolOutcome]] = {}  # only ``stale_read_cache`` fills it
+        # only ``persist_shell_cwd`` keeps a shell state (the faithful shell starts every call afresh)
+        self._shell_state = T.ShellState() if cfg.mutant == "persist_shell_cwd" else None
 
     # ------------------------------------------------------------------ helpers
     def _mask(self, text: str) -> str:
@@ -316,7 +318,7 @@ class Agent:
                 timeout = T.DEFAULT_SHELL_TIMEOUT_S  # the defect: the model's timeout_s is dropped
             return await asyncio.to_thread(T.run_shell, str(args.get("command", "")), cwd=ws,
                                            env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
-                                           mutant=self.cfg.mutant)
+                                           mutant=self.cfg.mutant, state=self._shell_state)
         if name == "read_file":
             if self.cfg.mutant == "stale_read_cache":
                 return await self._cached_read(ws, args)

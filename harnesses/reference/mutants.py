@@ -76,6 +76,9 @@ defect                        component       property it breaks                
 ``stale_read_cache``          Execution       stale-artifact handling           ``read_file`` serves a file it already read from memory;
                                                                                 only the harness's own write/edit of the path refreshes
                                                                                 it, so a change made by a command goes unseen, no notice
+``persist_shell_cwd``         Execution       shell-state persistence           a shell command starts in the folder the previous one
+                                                                                ended in (``cd`` persists), although the tool declares
+                                                                                every call a fresh process in the workspace
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -182,6 +185,8 @@ MUTANTS: dict[str, Mutant] = {
                needs=("mcp",)),
         Mutant("stale_read_cache", "Execution", "stale_artifact_handling",
                "read_file serves a cached copy after a command changed the file, without notice"),
+        Mutant("persist_shell_cwd", "Execution", "shell_state_persistence",
+               "a shell call starts where the previous one ended although calls are declared fresh"),
     )
 }
 

@@ -257,16 +257,37 @@ def _safe_name(call_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80] or "call"
 
 
+@dataclass
+class ShellState:
+    """The ``persist_shell_cwd`` defect's memory: the folder the previous command ended in."""
+
+    cwd: Path | None = None
+
+
 def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, call_id: str,
-              mutant: str | None) -> ToolOutcome:
-    """Run one command; blocking (the agent loop runs it in a worker thread)."""
+              mutant: str | None, state: ShellState | None = None) -> ToolOutcome:
+    """Run one command; blocking (the agent loop runs it in a worker thread).
+
+    ``state`` (only with ``persist_shell_cwd``): the command starts in the folder the previous one
+    ended in, and the folder this one ends in is kept - although the tool declares every call a
+    fresh process in the workspace."""
     started = time.monotonic()
+    argv, start_in, cwd_file = ["bash", "-c", command], cwd, None
+    if state is not None:
+        start_in = state.cwd if state.cwd is not None and state.cwd.is_dir() else cwd
+        fd, name = tempfile.mkstemp(prefix="tt-cwd-")
+        os.close(fd)
+        cwd_file = Path(name)
+        trap = shlex.quote(f"pwd -P >| {shlex.quote(name)}")
+        argv = ["bash", "-c", f"trap {trap} EXIT\n{command}"]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                argv, cwd=start_in, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.DEVNULL if mutant == "drop_stderr" else err, start_new_session=True)
         except OSError as exc:
+            if cwd_file is not None:
+                cwd_file.unlink(missing_ok=True)
             return ToolOutcome(f"Could not start the command: {exc}", is_error=True, status="error",
                                duration_s=round(time.monotonic() - started, 3))
         _GROUPS.add(proc.pid)  # ended at turn end (background children, or a call still running then)
@@ -278,6 +299,11 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
             kill_group(proc, grace_s=1.0)
             rc = proc.returncode
         duration = round(time.monotonic() - started, 3)
+        if state is not None and cwd_file is not None:
+            ended_in = cwd_file.read_text(encoding="utf-8", errors="replace").strip()
+            cwd_file.unlink(missing_ok=True)
+            if ended_in:
+                state.cwd = Path(ended_in)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()

@@ -652,3 +652,23 @@ def test_read_file_shows_the_file_as_it_is_unless_stale_read_cache(harness: Harn
     else:  # the command's change is never seen, and nothing says so
         assert last.tool_result("r2") == "v=1\n"
         assert (run.result_of("r2")["is_error"], run.result_of("r2")["status"]) == (False, "ok")
+
+
+@pytest.mark.parametrize("mutant", [None, "persist_shell_cwd"])
+def test_every_shell_call_starts_in_the_workspace_unless_persist_shell_cwd(harness: Harness,
+                                                                          mutant: str | None) -> None:
+    ws = harness.workspace.resolve()
+    script = {"main": [call("c1", "shell", {"command": "mkdir -p sub && cd sub && export X=1 && pwd"}),
+                       call("c2", "shell", {"command": "pwd; echo \"X=${X:-unset}\"; touch marker"}), say("done")]}
+    run = harness.run(script, *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    last = run.server.requests[-1]
+    assert last.tool_result("c1") == f"Exit code 0\n{ws / 'sub'}\n"
+    assert "cd and export do not persist" in next(
+        t["function"]["description"] for t in last.body["tools"] if t["function"]["name"] == "shell")
+    if mutant is None:
+        assert last.tool_result("c2") == f"Exit code 0\n{ws}\nX=unset\n"
+        assert (ws / "marker").is_file() and not (ws / "sub" / "marker").exists()
+    else:  # the directory persists (the environment does not), against the declared semantics
+        assert last.tool_result("c2") == f"Exit code 0\n{ws / 'sub'}\nX=unset\n"
+        assert (ws / "sub" / "marker").is_file() and not (ws / "marker").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -269,6 +270,38 @@ def test_failed_write_is_an_error_unless_ack_failed_write(tmp_path: Path, mutant
     assert (tmp_path / "other.yaml").read_text() == "a: 1\n"
     bad = T.write_file(tmp_path, {"path": "x.yaml", "content": 3}, mutant)
     assert bad.is_error  # an invalid call is still refused
+
+
+# ----------------------------------------------------------------------------- persist_shell_cwd
+
+
+def test_every_call_is_a_fresh_process_in_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    assert sh(tmp_path, "cd sub && pwd").content == f"Exit code 0\n{tmp_path / 'sub'}\n"
+    assert sh(tmp_path, "pwd").content == f"Exit code 0\n{tmp_path}\n"
+
+
+def test_persist_shell_cwd_keeps_the_folder_and_nothing_else(tmp_path: Path) -> None:
+    ws = tmp_path.resolve()
+    (ws / "sub" / "deeper").mkdir(parents=True)
+    state = T.ShellState()
+    before = set(Path(tempfile.gettempdir()).glob("tt-cwd-*"))
+
+    def run(command: str) -> T.ToolOutcome:
+        return T.run_shell(command, cwd=ws, env=ENV, timeout_s=10, call_id="c", mutant="persist_shell_cwd",
+                           state=state)
+
+    first = run("cd sub; export X=1; echo started; exit 3")
+    assert (first.content, first.exit_code) == ("Exit code 3\nstarted\n", 3)  # status and output unchanged
+    assert state.cwd == ws / "sub"
+    assert run('pwd; echo "X=${X:-unset}"').content == f"Exit code 0\n{ws / 'sub'}\nX=unset\n"
+    run("cd deeper")
+    assert run("pwd").content == f"Exit code 0\n{ws / 'sub' / 'deeper'}\n"
+    (ws / "sub" / "deeper").rmdir()  # a folder that is gone: back to the workspace
+    assert run("pwd").content == f"Exit code 0\n{ws}\n"
+    big = run("cd sub; head -c 20000 /dev/zero | tr '\\0' x")
+    assert big.saved_paths and Path(big.saved_paths[0]).parent == ws / T.OUTPUTS_DIR  # saved in the workspace
+    assert not set(Path(tempfile.gettempdir()).glob("tt-cwd-*")) - before  # the cwd files are removed
 
 
 # ----------------------------------------------------------------------------- MCP wire names
