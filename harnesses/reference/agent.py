@@ -34,6 +34,8 @@ from harnesses.reference.records import NativeLog
 from tracetrial.redact import Redactor
 
 MAIN = "main"
+#: First line of the user-role message that hands finished background children's results to the parent.
+NOTIFICATION = "[sub-agent notification]"
 
 
 #: Token counts the completion record sums over the turn's answered model requests (Chat Completions
@@ -445,7 +447,7 @@ class Agent:
             return False
         p = Principal(MAIN)
         notes = [self._deliver(c, p, reactivated=after_final) for c in ready]
-        messages.append({"role": "user", "content": "[sub-agent notification]\n" + "\n\n".join(notes)})
+        messages.append({"role": "user", "content": NOTIFICATION + "\n" + "\n\n".join(notes)})
         self.save()
         return True
 

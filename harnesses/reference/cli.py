@@ -35,7 +35,15 @@ from typing import Any
 
 from harnesses.reference import __version__
 from harnesses.reference import tools as T
-from harnesses.reference.agent import MAIN, UNFINISHED, Agent, AgentConfig, Principal, system_prompt
+from harnesses.reference.agent import (
+    MAIN,
+    NOTIFICATION,
+    UNFINISHED,
+    Agent,
+    AgentConfig,
+    Principal,
+    system_prompt,
+)
 from harnesses.reference.ask_user import AskUserChannel
 from harnesses.reference.chat import ChatClient
 from harnesses.reference.mcp_tools import McpBridge, load_config
@@ -122,6 +130,15 @@ def forget_turns(messages: list[dict[str, Any]]) -> None:
     messages[:] = kept
 
 
+def before_last_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``stale_handoff`` defect: the history a new session is seeded with is the previous
+    session as it stood before its last turn (that turn's prompt, tool results and answer are
+    missing), as if a snapshot taken when the turn began were replayed instead of the saved session."""
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "user" and not (
+        isinstance(m.get("content"), str) and m["content"].startswith(NOTIFICATION))]
+    return messages[:starts[-1]] if starts else messages
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     """The runner's wall clock: commands run in their own process groups, so end them first."""
     T.end_background_processes()
@@ -157,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    messages=[{"role": "system", "content": system_prompt(workspace, creds, leak)}])
             if args.replay_from:
                 record.messages = store.load(args.replay_from).messages
+                if mutant == "stale_handoff":
+                    record.messages = before_last_turn(record.messages)
             action = "new"
     except (FileNotFoundError, ValueError) as exc:
         print(f"tt-reference: {exc}", file=sys.stderr)

@@ -79,6 +79,9 @@ defect                        component       property it breaks                
 ``persist_shell_cwd``         Execution       shell-state persistence           a shell command starts in the folder the previous one
                                                                                 ended in (``cd`` persists), although the tool declares
                                                                                 every call a fresh process in the workspace
+``stale_handoff``             Lifecycle       workflow hand-off                 a new session seeded with the previous one's history
+                                                                                gets it as it stood before that session's last turn
+                                                                                (the last turn's prompt, results and answer missing)
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -91,8 +94,9 @@ from harnesses.registry import UnknownHarnessError
 from tracetrial.task import TaskPack
 
 #: What a pack must contain for a defect's code path to be reachable at all: MCP tools (a
-#: simulator), a sub-agent, the ask-user tool, a deny rule, a second (resumed) turn.
-Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume"]
+#: simulator), a sub-agent, the ask-user tool, a deny rule, a second (resumed) turn, a new session
+#: seeded with the previous history (a ``new_session`` boundary with ``history_replayed``).
+Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume", "replay"]
 
 _FEATURE_WHY: dict[str, str] = {
     "mcp": "no MCP tools (the pack declares no simulator)",
@@ -100,6 +104,7 @@ _FEATURE_WHY: dict[str, str] = {
     "ask_user": "no ask-user tool (the pack's tools do not list 'ask_user')",
     "deny": "no deny rule (permissions.deny is empty)",
     "resume": "a single turn (no resumed session)",
+    "replay": "no new session seeded with the previous history (no new_session boundary with history_replayed)",
 }
 
 
@@ -187,6 +192,9 @@ MUTANTS: dict[str, Mutant] = {
                "read_file serves a cached copy after a command changed the file, without notice"),
         Mutant("persist_shell_cwd", "Execution", "shell_state_persistence",
                "a shell call starts where the previous one ended although calls are declared fresh"),
+        Mutant("stale_handoff", "Lifecycle", "workflow_handoff",
+               "a replayed new session gets the history as it stood before the last turn",
+               needs=("replay",)),
     )
 }
 
@@ -224,6 +232,9 @@ def pack_features(pack: TaskPack) -> frozenset[Feature]:
         out.add("deny")
     if len(pack.turns.turns) > 1 or spec.conversation != "single":
         out.add("resume")
+    if any(t.session_boundary is not None and t.session_boundary.kind == "new_session"
+           and t.session_boundary.history_replayed for t in pack.turns.turns):
+        out.add("replay")
     return frozenset(out)
 
 

@@ -672,3 +672,55 @@ def test_every_shell_call_starts_in_the_workspace_unless_persist_shell_cwd(harne
     else:  # the directory persists (the environment does not), against the declared semantics
         assert last.tool_result("c2") == f"Exit code 0\n{ws / 'sub'}\nX=unset\n"
         assert (ws / "sub" / "marker").is_file() and not (ws / "marker").exists()
+
+
+@pytest.mark.parametrize("mutant", [None, "stale_handoff"])
+def test_replayed_session_carries_the_whole_history_unless_stale_handoff(harness: Harness,
+                                                                       mutant: str | None) -> None:
+    t1 = harness.run({"main": [say("noted the site")]}, *_m(mutant), prompt="The site is depot-north.",
+                     session=("--new-session", "--session-id", "s-old"))
+    t2 = harness.run({"main": [call("h1", "shell", {"command": "echo handoff batch B-4471"}), say("batch opened")]},
+                     *_m(mutant), prompt="Open the batch.", turn=2, session=("--resume", "s-old"))
+    assert t1.returncode == t2.returncode == 0
+    t3 = harness.run({"main": [say("continuing")]}, *_m(mutant), prompt="New session: close the batch.", turn=3,
+                     session=("--new-session", "--session-id", "s-new", "--replay-from", "s-old"))
+    assert t3.returncode == 0, t3.stderr
+    seen = json.dumps(t3.server.requests[0].messages)
+    assert "depot-north" in seen and seen.endswith('"New session: close the batch."}]')
+    restored = t3.of_type("session", turn=3)[0]["data"]
+    assert restored["replayed_from"] == "s-old" and restored["history_replayed"] is True
+    if mutant is None:
+        assert "Open the batch." in seen and "B-4471" in seen and "batch opened" in seen
+        assert restored["messages_restored"] == 7  # system, 2 x (prompt ... answer)
+    else:  # the previous session's last turn is missing from the hand-off
+        assert "Open the batch." not in seen and "B-4471" not in seen and "batch opened" not in seen
+        assert restored["messages_restored"] == 3
+    # a plain resume is untouched by the defect
+    assert "depot-north" in json.dumps(t2.server.requests[0].messages)
+
+
+def test_stale_handoff_cuts_at_the_last_user_prompt_not_at_a_notification() -> None:
+    from harnesses.reference.cli import before_last_turn
+
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "turn 1"},
+               {"role": "assistant", "content": "a1"}, {"role": "user", "content": "turn 2"},
+               {"role": "assistant", "content": "a2"},
+               {"role": "user", "content": "[sub-agent notification]\nSub-agent child-1 finished"},
+               {"role": "assistant", "content": "a3"}]
+    assert before_last_turn(history) == history[:3]
+    assert before_last_turn(history[:1]) == history[:1]
+
+
+def test_replay_feature_gates_stale_handoff() -> None:
+    import dataclasses
+
+    from harnesses.reference.mutants import not_applicable, pack_features
+    from tests.conftest import REPO
+    from tracetrial.task import SessionBoundary, Turn, Turns, load_task
+
+    base = load_task(REPO / "tasks" / "E1-build-status-001")
+    resumed = dataclasses.replace(base, turns=Turns(turns=[Turn(user="again")]))
+    replayed = dataclasses.replace(base, turns=Turns(turns=[Turn(user="again", session_boundary=SessionBoundary(
+        kind="new_session", history_replayed=True))]))
+    assert "replay" not in pack_features(resumed) and "needs replay" in (not_applicable("stale_handoff", resumed) or "")
+    assert "replay" in pack_features(replayed) and not_applicable("stale_handoff", replayed) is None
