@@ -469,6 +469,9 @@ class Agent:
 
     async def _status(self, p: Principal, args: dict[str, Any]) -> T.ToolOutcome:
         wait_s = float(args.get("wait_s") or 0)
+        # ``stale_status``: the report is built from the children's state as it was when the call
+        # arrived, so a child that finished during the wait is still reported pending.
+        before = {c.id: c.status for c in self.children.values()} if self.cfg.mutant == "stale_status" else None
         if wait_s > 0 and self._pending():
             end = time.monotonic() + min(wait_s, max(self.cfg.deadline - time.monotonic() - 2.0, 0.0))
             while self._pending() and time.monotonic() < end:
@@ -480,6 +483,9 @@ class Agent:
         lines = []
         for c in self.children.values():
             if not c.background:
+                continue
+            if before is not None and before.get(c.id) == "pending":
+                lines.append(f"Sub-agent {c.id}: pending")  # the defect: the state before the wait
                 continue
             if c.status != "pending" and not c.delivered:
                 lines.append(self._deliver(c, p, reactivated=False))

@@ -82,6 +82,9 @@ defect                        component       property it breaks                
 ``stale_handoff``             Lifecycle       workflow hand-off                 a new session seeded with the previous one's history
                                                                                 gets it as it stood before that session's last turn
                                                                                 (the last turn's prompt, results and answer missing)
+``stale_status``              Observability   diagnostic state                  ``subagent_status`` reports each child's state as it was
+                                                                                when the call arrived: one that finished during
+                                                                                ``wait_s`` is reported ``pending``
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -195,6 +198,9 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("stale_handoff", "Lifecycle", "workflow_handoff",
                "a replayed new session gets the history as it stood before the last turn",
                needs=("replay",)),
+        Mutant("stale_status", "Observability", "diagnostic_state",
+               "subagent_status reports the state before its wait: a child that finished meanwhile is pending",
+               needs=("subagent",)),
     )
 }
 

@@ -724,3 +724,26 @@ def test_replay_feature_gates_stale_handoff() -> None:
         kind="new_session", history_replayed=True))]))
     assert "replay" not in pack_features(resumed) and "needs replay" in (not_applicable("stale_handoff", resumed) or "")
     assert "replay" in pack_features(replayed) and not_applicable("stale_handoff", replayed) is None
+
+
+@pytest.mark.parametrize("mutant", [None, "stale_status"])
+def test_status_reports_a_child_that_finished_during_the_wait_unless_stale_status(harness: Harness,
+                                                                                 mutant: str | None) -> None:
+    script = {"main": [call("s1", "spawn_subagent", {"prompt": "settle", "background": True}),
+                       call("q1", "subagent_status", {"wait_s": 20}), say("done")],
+              "child-1": [call("k1", "shell", {"command": "sleep 1.5"}), say("settled as R-9")]}
+    run = harness.run(script, *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    finish = next(r for r in run.of_type("subagent") if r["data"]["action"] == "finish")
+    status = run.result_of("q1")
+    status_seq = next(r["seq"] for r in run.of_type("tool_result") if r["data"]["call_id"] == "q1")
+    assert finish["seq"] < status_seq  # the child had ended before the report was written
+    assert (status["is_error"], status["status"]) == (False, "ok")
+    last = run.server.of("main")[-1]
+    if mutant is None:
+        assert last.tool_result("q1") == "Sub-agent child-1 finished (status: completed).\nsettled as R-9"
+        assert not any(str(m.get("content", "")).startswith("[sub-agent notification]") for m in last.messages)
+    else:  # reported pending although it had finished; its result arrives by notification afterwards
+        assert last.tool_result("q1") == "Sub-agent child-1: pending"
+        assert last.messages[-1]["content"] == ("[sub-agent notification]\n"
+                                                "Sub-agent child-1 finished (status: completed).\nsettled as R-9")
