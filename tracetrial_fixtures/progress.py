@@ -225,8 +225,8 @@ def progress_line(run_dir: Path, width: int | None = None) -> str | None:
     path = RunPaths(run_dir).combined_score
     if not path.is_file():
         return None
-    from reports.records import repetition_of
     from reports.terminal import progress_line as fmt
+    from tracetrial.archive import repetition_of
 
     seal = check_seal(run_dir)
     rep = repetition_of(run_dir)

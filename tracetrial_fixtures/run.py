@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from apparatus.sandbox import SandboxUnavailable, choose_backend
-from reports.records import repetition_root
-from tracetrial.archive import RunPaths
+from tracetrial.archive import RunPaths, repetition_root
 from tracetrial.errors import ApparatusError
 from tracetrial.task import BrokenPack
 from tracetrial_fixtures.cell import CellResult, CellRunner
