@@ -9,8 +9,26 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ci.baseline import Baseline, BaselineError, load, merge, merge_cells, read_output, store
-from ci.gate import EXIT_OK, EXIT_USAGE, compare, format_result
+from ci.baseline import (
+    Baseline,
+    BaselineError,
+    OutputSnapshot,
+    load,
+    merge,
+    merge_cells,
+    read_output,
+    store,
+)
+from ci.gate import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_USAGE,
+    GateResult,
+    compare,
+    format_result,
+    repetition_disagreements,
+)
+from tracetrial.archive import repetition_roots
 
 __all__ = ["gate"]
 
@@ -35,6 +53,30 @@ def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_versi
     if not (output / "traces").is_dir():
         print(f"error: {output} has no traces/ folder (not a TraceTrial output)", file=sys.stderr)
         return EXIT_USAGE
+    roots = repetition_roots(output)
+    if len(roots) > 1:
+        snapshots = [(rep, read_output(root)) for rep, root in roots]
+        if not update:
+            return _gate_repetitions(baseline_path, output, snapshots, allow_version_change, echo)
+        disagree = repetition_disagreements(snapshots)
+        if disagree:
+            # One state per criterion is all a baseline holds: recording one repetition of a cell
+            # that flips would make the next run's gate a coin toss.
+            for line in disagree:
+                print(f"error: {line}", file=sys.stderr)
+            print(f"error: refusing to record a baseline from {output}: its {len(roots)} repetitions disagree on "
+                  f"{len(disagree)} cell(s) (listed above); find why they are not repeatable, or record one "
+                  "repetition's folder", file=sys.stderr)
+            return EXIT_USAGE
+        tampered = sorted({f"{key} (repetition {rep})": why for rep, snap in snapshots[1:]
+                           for key, why in snap.tampered.items()}.items())
+        if tampered:
+            for key, why in tampered:
+                print(f"error: {key}: tampered: {why}", file=sys.stderr)
+            print(f"error: refusing to record a baseline from {output}: {len(tampered)} tampered cell(s); "
+                  "re-run them with --tt-rerun", file=sys.stderr)
+            return EXIT_USAGE
+        echo(f"the {len(roots)} repetitions agree on every cell; recording repetition 1")
     snapshot = read_output(output)
     if not snapshot.versions and not snapshot.unmeasured:
         print(f"error: no cells under {output / 'traces'}", file=sys.stderr)
@@ -93,3 +135,36 @@ def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_versi
                               harness_versions=snapshot.baseline.harness_versions):
         echo(line)
     return result.exit_code
+
+
+def _gate_repetitions(baseline_path: Path, output: Path, snapshots: list[tuple[int, OutputSnapshot]],
+                      allow_version_change: bool, echo: Callable[[str], None]) -> int:
+    """Compare every repetition with the baseline on its own; the worst outcome is the exit code
+    (a refusal, else a regression in any repetition, else a pass)."""
+    try:
+        stored = load(baseline_path)
+    except BaselineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    results: list[tuple[int, GateResult]] = []
+    for rep, snapshot in snapshots:
+        result = compare(stored, snapshot, allow_version_change=allow_version_change)
+        for line in format_result(result, baseline_name=str(baseline_path),
+                                  output_name=f"{output} (repetition {rep} of {len(snapshots)})",
+                                  harness_versions=snapshot.baseline.harness_versions):
+            echo(line)
+        results.append((rep, result))
+    refused = [(rep, r) for rep, r in results if r.refused]
+    failed = [rep for rep, r in results if not r.refused and r.failed]
+    for line in repetition_disagreements(snapshots):
+        echo(f"note: repetitions disagree: {line}")
+    if refused:
+        code = refused[0][1].exit_code
+        echo(f"gate over {len(snapshots)} repetitions: REFUSED in repetition(s) "
+             f"{', '.join(str(rep) for rep, _ in refused)} (exit {code})")
+        return code
+    code = EXIT_REGRESSION if failed else EXIT_OK
+    echo(f"gate over {len(snapshots)} repetitions: "
+         + (f"FAIL in repetition(s) {', '.join(map(str, failed))}" if failed else "PASS in every repetition")
+         + f" (exit {code})")
+    return code

@@ -25,11 +25,15 @@ Harness versions: when a cell's harness version differs from the baseline's, the
 gate **refuses** to compare (exit 3) and names harness, old and new version, unless
 ``allow_version_change`` is set; then it compares and labels every line of that
 harness with the version change.
+
+Repetitions (``--tt-repeat K``): every repetition is compared with the baseline on its own
+(a regression in any repetition fails the gate); a baseline records one state per criterion, so
+it is recorded only from repetitions that agree (:func:`repetition_disagreements`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,6 +49,7 @@ __all__ = [
     "VersionChange",
     "compare",
     "format_result",
+    "repetition_disagreements",
 ]
 
 EXIT_OK = 0
@@ -166,6 +171,34 @@ def _version_changes(baseline: Baseline, snapshot: OutputSnapshot) -> list[Versi
 def _summary(state: dict[str, State]) -> str:
     bad = [f"{cid} {s}" for cid, s in sorted(state.items()) if s != "pass"]
     return f"{len(state)} criteria" + (f", not passing: {', '.join(bad)}" if bad else ", all pass")
+
+
+def repetition_disagreements(snapshots: Sequence[tuple[int, OutputSnapshot]]) -> list[str]:
+    """One line per cell whose repetitions do not agree: a criterion in different states, or the
+    cell measured in some repetitions only (tampered cells are named by the gate itself).
+
+    Args:
+        snapshots: ``(repetition, snapshot)`` of every repetition of one output.
+    """
+    lines: list[str] = []
+    keys = sorted({k for _, s in snapshots for k in (*s.baseline.cells, *s.unmeasured)})
+    for key in keys:
+        measured = [rep for rep, s in snapshots if key in s.baseline.cells]
+        if len(measured) != len(snapshots):
+            missing = [rep for rep, _ in snapshots if rep not in measured]
+            lines.append(f"{key}: measured in repetition(s) {', '.join(map(str, measured)) or 'none'}, "
+                         f"not in {', '.join(map(str, missing))}")
+            continue
+        states = [(rep, s.baseline.cells[key]) for rep, s in snapshots]
+        criteria = sorted({cid for _, st in states for cid in st})
+        differing = []
+        for cid in criteria:
+            per_rep = [(rep, st.get(cid, "absent")) for rep, st in states]
+            if len({state for _, state in per_rep}) > 1:
+                differing.append(f"{cid} " + ", ".join(f"{state} in {rep}" for rep, state in per_rep))
+        if differing:
+            lines.append(f"{key}: " + "; ".join(differing))
+    return lines
 
 
 def compare(baseline: Baseline, snapshot: OutputSnapshot, *, allow_version_change: bool = False) -> GateResult:

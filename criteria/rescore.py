@@ -38,7 +38,7 @@ from criteria.judge import ArchivedJudge, Judge
 from criteria.rules_reconcile import write_reconciliation
 from criteria.rundata import TASK_SNAPSHOT_DIR
 from harnesses.rederive import renormalize_run
-from tracetrial.archive import RunArchive, RunPaths, SealCheck, check_seal
+from tracetrial.archive import RunArchive, RunPaths, SealCheck, check_seal, repetition_roots
 from tracetrial.redact import Redactor
 from tracetrial.results import ResultRecord
 from tracetrial.task import load_task
@@ -157,7 +157,8 @@ class RescoreReport:
 
 def rescore_archive(output_dir: Path, judge: Judge | None = None, *,
                     ledger_verifier: LedgerVerifier | None = None, renormalize: bool = False) -> RescoreReport:
-    """Re-score every cell under ``<output_dir>/traces/*/*/*/`` and say what happened to each.
+    """Re-score every cell under ``<output_dir>/traces/*/*/*/`` — and under each repetition's
+    ``<output_dir>/repeats/rep-<i>/traces/*/*/*/`` (``--tt-repeat``) — and say what happened to each.
 
     Tampered and half-written cells are reported and left untouched (their evidence is
     kept as found); a cell whose scoring raises is reported as failed; every other cell
@@ -165,7 +166,8 @@ def rescore_archive(output_dir: Path, judge: Judge | None = None, *,
     """
     output_dir = Path(output_dir)
     report = RescoreReport()
-    cells = sorted(p for p in output_dir.glob("traces/*/*/*") if p.is_dir() and not p.is_symlink())
+    cells = [p for _, root in repetition_roots(output_dir)
+             for p in sorted(root.glob("traces/*/*/*")) if p.is_dir() and not p.is_symlink()]
     for run_dir in cells:
         rel = run_dir.relative_to(output_dir).as_posix()
         try:

@@ -22,7 +22,7 @@ from tracetrial.archive import RunPaths
 from tracetrial.results import CombinedScore
 from tracetrial.task import TaskPack
 
-Status = Literal["ok", "not_applicable", "missing", "unexpected", "mislabelled", "not_run", "not_admitted"]
+Status = Literal["ok", "not_applicable", "missing", "unexpected", "mislabelled", "not_run", "not_admitted", "stale"]
 #: Statuses of a calibrated cell: as declared, or a mutant whose defect cannot act on the pack.
 CALIBRATED: frozenset[str] = frozenset({"ok", "not_applicable"})
 
@@ -79,6 +79,29 @@ def _failed(path: Path) -> tuple[bool, set[str]] | None:
     return None if cell is None else (cell.admitted, set(cell.failed))
 
 
+def stale_reason(cell: RunPaths, task: TaskPack, reference_version: str | None) -> str | None:
+    """Why an archived cell does not measure this pack with this reference harness, or None.
+
+    ``--report-only`` reads whatever the archive holds: a cell run before the pack or the
+    reference harness changed would calibrate the old pair and be recorded for the new one."""
+    import json
+
+    try:
+        record = json.loads(cell.result.read_text(encoding="utf-8"))
+        digest = (record.get("resolved_config") or {}).get("pack_digest")
+        version = (record.get("identity") or {}).get("harness_version")
+    except (OSError, ValueError, AttributeError):
+        return "its result.json is unreadable"
+    # A cell that names no digest or version (hand-built, or archived before they were recorded)
+    # is judged by its verdicts alone; one that names others is not this pack's calibration.
+    if digest is not None and digest != task.digest:
+        return (f"run on another version of the pack (digest {str(digest)[:12]}, now {task.digest[:12]}); "
+                "re-run it (--rerun)")
+    if reference_version is not None and version is not None and version != reference_version:
+        return f"run by reference {version}, now {reference_version}; re-run it (--rerun)"
+    return None
+
+
 def features_used(cell: RunPaths) -> set[str]:
     """Which mutant-relevant features a cell's run used, read from its Trace IR (``events.json``)
     and ``result.json``: MCP tool calls, a sub-agent, an ask-user call, a policy denial, a
@@ -113,8 +136,13 @@ def features_used(cell: RunPaths) -> set[str]:
     return used
 
 
-def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *, model: str = "probe") -> CalibrationReport:
-    """Compare archived reference/mutant cells under ``output`` with each task's declaration."""
+def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *, model: str = "probe",
+              reference_version: str | None = None) -> CalibrationReport:
+    """Compare archived reference/mutant cells under ``output`` with each task's declaration.
+
+    A cell archived for another version of the pack, or (when ``reference_version`` is given) by
+    another version of the reference harness, is ``stale``: never read as a calibration of this one.
+    """
     report = CalibrationReport()
     mutant_list = list(mutants)
     for task in sorted(tasks, key=lambda t: t.id):
@@ -124,6 +152,10 @@ def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *
                                               "no archived reference cell"))
             continue
         admitted, ref_failed = ref
+        stale = stale_reason(RunPaths.for_cell(output, task.id, model, "reference"), task, reference_version)
+        if stale is not None:
+            report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(), "stale", stale))
+            continue
         if not admitted:
             report.rows.append(CalibrationRow(task.id, "reference", frozenset(), frozenset(ref_failed),
                                               "not_admitted", "reference run not admitted"))
@@ -156,6 +188,10 @@ def calibrate(output: Path, tasks: Iterable[TaskPack], mutants: Iterable[str], *
             if got is None:
                 report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(), "not_run",
                                                   "no archived cell"))
+                continue
+            stale = stale_reason(RunPaths.for_cell(output, task.id, model, variant), task, reference_version)
+            if stale is not None:
+                report.rows.append(CalibrationRow(task.id, variant, expected, frozenset(), "stale", stale))
                 continue
             admitted, failed = got.admitted, set(got.failed)
             if not admitted:

@@ -75,23 +75,23 @@ from harnesses.reference.mutants import MUTANTS
 from reports.calibration import calibrate
 from reports.records import (
     CALIBRATION_HARNESS,
-    REPEATS_DIR,
     RunRecord,
     _cell_dirs,
     harness_family,
     is_calibration,
     read_run,
-    repetition_of,
     run_dirs,
 )
 from reports.schema import CellStatus
 from tracetrial.archive import (
     COMBINED_SCORE,
     MANIFEST,
+    REPEATS_DIR,
     SCORING_OUTPUTS,
     SealCheck,
     SealState,
     check_seal,
+    repetition_of,
     safe_component,
     sha256_file,
 )

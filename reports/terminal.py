@@ -45,18 +45,20 @@ def fit_cell_line(task: str, harness: str, model: str, tails: list[str], width: 
     return line if len(line) <= width else line[:max(width - 1, 0)] + "…"
 
 
-def progress_line(cs: CombinedScore, width: int | None = None, repetition: int = 1) -> str:
+def progress_line(cs: CombinedScore, width: int | None = None, repetition: int = 1, *,
+                  cost: float | None = None) -> str:
     """``E1-exit-code-001 codex probe  S_H 41.7 S_A 37.5 S 79.2  failed H1,A2?  agent_caused``.
 
     ``?`` marks an unscored criterion (not passed, not failed); a score lowered by a
     hard gate shows ``S 0.0 (gated from 79.2)``; a run not admitted says so; a repetition
-    after the first (``--tt-repeat``) is named after the model (``probe rep 2``). With ``width``
+    after the first (``--tt-repeat``) is named after the model (``probe rep 2``), and so is a live
+    cell's cost by the frozen catalogue (``claude-sonnet-4-6 $0.0412``). With ``width``
     (a terminal's columns) the line never wraps: fewer failed ids are listed (``+N more``), then
     S_H and S_A go, then the label, then the harness name is shortened (the full list is in
     pytest's failure section and the archive; the score and the failed count always stay).
     """
     i = cs.identity
-    model = i.model + (f" rep {repetition}" if repetition > 1 else "")
+    model = i.model + (f" rep {repetition}" if repetition > 1 else "") + (f" ${cost:.4f}" if cost is not None else "")
     if not cs.admitted:
         return fit_cell_line(i.task_id, i.harness, model, [f"  NOT ADMITTED (apparatus)  {cs.attribution.label}",
                                                            "  NOT ADMITTED (apparatus)"], width)

@@ -41,6 +41,50 @@ from tracetrial.redact import Redactor
 MANIFEST = "manifest.json"
 
 
+#: Folder of the repetitions after the first: ``<output>/repeats/rep-<i>/`` (a whole output each).
+REPEATS_DIR = "repeats"
+
+
+def repetition_root(output: Path, repetition: int) -> Path:
+    """The output folder holding repetition ``repetition`` (1-based): ``output`` itself for the
+    first, ``output/repeats/rep-<i>`` after it. Each is a complete output (``traces/<task>/<model>/
+    <harness>/``), so the gate, ``rescore``, calibration and the exports work on it unchanged."""
+    if repetition < 1:
+        raise ValueError(f"repetition {repetition} is not 1-based")
+    return Path(output) if repetition == 1 else Path(output) / REPEATS_DIR / f"rep-{repetition}"
+
+
+def repetition_of(run_dir: Path) -> int:
+    """Which repetition a cell folder ``<root>/traces/<task>/<model>/<harness>`` holds, from where it
+    lies: ``<output>/repeats/rep-<i>/traces/...`` is repetition ``i``, anything else repetition 1."""
+    parents = Path(run_dir).parents
+    if len(parents) < 5:
+        return 1
+    root = parents[3]
+    index = root.name.removeprefix("rep-")
+    if root.parent.name == REPEATS_DIR and root.name.startswith("rep-") and index.isdigit() and int(index) >= 2:
+        return int(index)
+    return 1
+
+
+def repetition_roots(output: Path) -> list[tuple[int, Path]]:
+    """``(repetition, root)`` of every repetition archived under ``output``, in order (repetition 1
+    first, when ``output/traces`` exists). Folders under ``repeats/`` not named ``rep-<i>`` (i ≥ 2)
+    are not repetitions and are left alone."""
+    output = Path(output)
+    out: list[tuple[int, Path]] = [(1, output)] if (output / "traces").is_dir() else []
+    base = output / REPEATS_DIR
+    if base.is_dir():
+        found = []
+        for entry in os.scandir(base):
+            index = entry.name.removeprefix("rep-")
+            if entry.name.startswith("rep-") and index.isdigit() and int(index) >= 2 and entry.is_dir() \
+                    and not entry.is_symlink() and (Path(entry.path) / "traces").is_dir():
+                found.append((int(index), Path(entry.path)))
+        out += sorted(found)
+    return out
+
+
 def safe_component(name: str) -> str:
     """A model alias or harness name as a single path component (``reference+x`` and a
     named version's ``claude_code@2.1.332`` stay as they are)."""

@@ -114,6 +114,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     """Re-score every cell whose seal verifies; name every tampered, half-written or failed
     cell with its reason (stderr) and exit 1 when there is any."""
     from criteria.rescore import rescore_archive
+    from tracetrial.archive import repetition_roots
 
     output = Path(args.output)
     if not (output / "traces").is_dir():
@@ -128,7 +129,9 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     for cell in report.bad:
         print(f"error: {cell}", file=sys.stderr)
     what = "re-derived events.json and rescored" if args.renormalize else "rescored"
-    print(f"{what} {len(report.written)} cell(s) under {args.output} ({report.counts()})")
+    reps = len(repetition_roots(output))
+    print(f"{what} {len(report.written)} cell(s) under {args.output}"
+          + (f" over {reps} repetitions" if reps > 1 else "") + f" ({report.counts()})")
     if report.bad:
         print(f"error: {len(report.bad)} cell(s) not rescored; tampered and half-written cells are kept as found "
               "(inspect them, or re-run them with --tt-rerun)", file=sys.stderr)
@@ -202,7 +205,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             argv.append("--tt-rerun")
         # Red cells are expected here (mutants must fail); the verdict is the table below.
         pytest.main(argv)
-    report = calibrate(output, [p for p in packs if p.id in set(to_run)], mutants)
+    report = calibrate(output, [p for p in packs if p.id in set(to_run)], mutants,
+                       reference_version=reference_version)
     if record is not None and record_path is not None:
         # every pack of the suite: the ones --only leaves out keep their recorded entries
         updated, report = merge(record, report, all_packs, reference_version, mutants)

@@ -33,8 +33,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
 )
-from reports.records import repetition_root
-from tracetrial.archive import RunArchive, RunPaths, check_seal
+from tracetrial.archive import RunArchive, RunPaths, check_seal, repetition_root
 from tracetrial.errors import ApparatusError
 from tracetrial.redact import Redactor
 from tracetrial.results import (

@@ -9,8 +9,11 @@ sub-checks) and :mod:`.progress` (progress lines, summary table, reports).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Generator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,11 +28,17 @@ from tracetrial_fixtures.collect import (
     mutant_not_applicable,
     static_markers,
 )
-from tracetrial_fixtures.progress import CellProgress, terminal_summary, write_session_reports
+from tracetrial_fixtures.progress import (
+    CellProgress,
+    spend_summary,
+    terminal_summary,
+    write_session_reports,
+)
 from tracetrial_fixtures.run import run_cell
 from tracetrial_fixtures.services import Services
 from tracetrial_fixtures.session import SESSION_KEY, Session, is_worker, session_of
 from tracetrial_fixtures.settings import resolve_settings
+from tracetrial_fixtures.spend import estimate_lines
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,14 +68,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run each cell K times, each repetition with its own recorded seed, archived side by "
                          "side: repetition 1 in <output>/traces/, repetition i in <output>/repeats/rep-<i>/traces/ "
                          "(the reports then give pass^k, pass@k and the agreement of repetitions; default 1)")
+    group.addoption("--tt-max-cost", action="store", default=None, metavar="USD",
+                    help="stop starting cells once the session's archived token usage, priced by the frozen "
+                         "catalogue in models.yaml, reaches USD (cells in flight finish; the rest are skipped "
+                         "naming the cap)")
+    group.addoption("--tt-estimate", action="store_true", default=False,
+                    help="dry run: print each selected cell's cost at its model-call budget from the task "
+                         "budgets and the model's prices, and run nothing")
     group.addoption("--tt-baseline", action="store", default=None,
                     help="tt-baseline/1 file (e.g. ci/baselines/probe.json): cells with known failing "
                          "criteria are xfail(strict=True); a new failure or a fixed one is red")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``--tt-estimate`` runs nothing, so it needs no xdist workers: collect here, in one process."""
+    if config.getoption("--tt-estimate", False) and getattr(config.option, "numprocesses", None):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+        config.option.tx = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Set up the :class:`Session`, register the markers, and (controller only) the progress lines."""
     session = Session(settings=resolve_settings(config))
+    workerinput = getattr(config, "workerinput", None)
+    session.spend_id = (workerinput or {}).get("tt_spend_id") or \
+        f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     config.stash[SESSION_KEY] = session
     baseline = config.getoption("--tt-baseline")
     if baseline:
@@ -84,6 +112,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker_name(model)}: cells run with the {model} model")
     if not is_worker(config):
         config.pluginmanager.register(CellProgress(config, session), "tracetrial-progress")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: every worker adds to the controller's spend ledger (one cap for the session)."""
+    node.workerinput["tt_spend_id"] = session_of(node.config).spend_id
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--tt-estimate``: price the selected cells at their budgets, then deselect them all."""
+    tt = session_of(config)
+    if not tt.settings.estimate:
+        return
+    refs = [item.callspec.params["tt_cell_spec"] for item in items
+            if hasattr(item, "callspec") and "tt_cell_spec" in item.callspec.params]
+    tt.estimate = estimate_lines(refs, tt.settings)
+    config.hook.pytest_deselected(items=list(items))
+    items[:] = []
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -171,11 +217,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     """The TraceTrial section: the per-harness table of the archive (controller only)."""
     if is_worker(config):
         return
-    terminal_summary(terminalreporter, session_of(config))
+    tt = session_of(config)
+    if tt.settings.estimate:
+        terminalreporter.section("TraceTrial estimate (--tt-estimate: nothing ran)")
+        for line in tt.estimate or ["no cells selected"]:
+            terminalreporter.line(line)
+        return
+    terminal_summary(terminalreporter, tt)
+    spend_summary(terminalreporter, tt)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Write ``<output>/reports/`` (controller only: workers never write shared files)."""
     if is_worker(session.config):
         return
-    write_session_reports(session_of(session.config))
+    tt = session_of(session.config)
+    if tt.settings.estimate:
+        # A dry run that priced its cells succeeded; pytest would call "everything deselected" exit 5.
+        if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
+        return
+    write_session_reports(tt)

@@ -14,6 +14,7 @@ import pytest
 from tracetrial.archive import RunPaths, check_seal
 from tracetrial.results import CombinedScore
 from tracetrial_fixtures.session import Session
+from tracetrial_fixtures.spend import CAP_REASON, SpendLedger, cell_cost, is_priced, prices_for
 
 __all__ = ["CellProgress", "progress_line", "terminal_summary", "write_session_reports"]
 
@@ -105,6 +106,8 @@ class CellProgress:
             run_dir, line = None, _outcome_line(report)
             if line is None:
                 return None, None
+            if CAP_REASON in line:
+                self.session.capped += 1
         self.session.reported.add(report.nodeid)
         return line, run_dir
 
@@ -225,8 +228,8 @@ def progress_line(run_dir: Path, width: int | None = None) -> str | None:
     path = RunPaths(run_dir).combined_score
     if not path.is_file():
         return None
-    from reports.records import repetition_of
     from reports.terminal import progress_line as fmt
+    from tracetrial.archive import repetition_of
 
     seal = check_seal(run_dir)
     rep = repetition_of(run_dir)
@@ -239,7 +242,14 @@ def progress_line(run_dir: Path, width: int | None = None) -> str | None:
         score = CombinedScore.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None
-    return fmt(score, width, rep)
+    return fmt(score, width, rep, cost=_cell_usd(run_dir, score.identity.model))
+
+
+def _cell_usd(run_dir: Path, model: str) -> float | None:
+    """A live cell's cost by the frozen catalogue (None for a free model or unknown usage)."""
+    # <output>/traces/<task>/<model>/<harness> (or a repetition's root): the catalogue frozen with it
+    prices = prices_for(run_dir.parents[3])
+    return cell_cost(RunPaths(run_dir).summary, prices.get(model)) if is_priced(prices, model) else None
 
 
 def terminal_summary(tr: pytest.TerminalReporter, session: Session) -> None:
@@ -259,6 +269,22 @@ def terminal_summary(tr: pytest.TerminalReporter, session: Session) -> None:
     for note in session.notes:
         tr.write_line(note)
     tr.write_line(f"archive: {session.settings.output}")
+
+
+def spend_summary(tr: pytest.TerminalReporter, session: Session) -> None:
+    """What the session spent on priced models (its ledger), and the cells ``--tt-max-cost`` kept back."""
+    settings = session.settings
+    spent = SpendLedger(settings.output, session.spend_id).total()
+    if not spent.cells and not session.capped and settings.max_cost is None:
+        return
+    cap = f" of --tt-max-cost ${settings.max_cost:g}" if settings.max_cost is not None else ""
+    line = f"spent this session: ${spent.usd:.4f}{cap} over {spent.cells} cell(s) (frozen prices, archived usage)"
+    if spent.unknown:
+        line += f"; {spent.unknown} cell(s) reported no usage and are not counted"
+    tr.write_line(line)
+    if session.capped:
+        tr.write_line(f"{session.capped} cell(s) not started: the cap was reached (re-run with a higher "
+                      "--tt-max-cost to run them; finished cells are kept)")
 
 
 def write_session_reports(session: Session) -> None:

@@ -9,19 +9,20 @@ an error of the cell, never a harness failure.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from apparatus.sandbox import SandboxUnavailable, choose_backend
-from reports.records import repetition_root
-from tracetrial.archive import RunPaths
+from tracetrial.archive import RunPaths, repetition_root
 from tracetrial.errors import ApparatusError
 from tracetrial.task import BrokenPack
 from tracetrial_fixtures.cell import CellResult, CellRunner
 from tracetrial_fixtures.collect import CellSpec
 from tracetrial_fixtures.services import Services
 from tracetrial_fixtures.session import Session
+from tracetrial_fixtures.spend import CAP_REASON, SpendLedger, cell_cost, is_priced, prices_for
 
 if TYPE_CHECKING:
     from criteria.judge import Judge
@@ -62,8 +63,15 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
                       stacklevel=1)
     from tracetrial.eligibility import eligibility
 
-    if (settings.rerun or not paths.combined_score.is_file()) and \
-            eligibility(cell.pack, adapter.capabilities)[0] == "eligible":
+    will_run = (settings.rerun or not paths.combined_score.is_file()) and \
+        eligibility(cell.pack, adapter.capabilities)[0] == "eligible"
+    ledger = SpendLedger(settings.output, session.spend_id)
+    if will_run and settings.max_cost is not None:
+        spent = ledger.total()
+        if spent.usd >= settings.max_cost:
+            # A resumed cell costs nothing and still passes; only new spending stops.
+            pytest.skip(f"{CAP_REASON}: ${spent.usd:.4f} spent of ${settings.max_cost:g}; cell not started")
+    if will_run:
         # This cell will run: the gateway starts in the background now (the session's first
         # cell only), overlapping the harness version probe and the cell's preparation.
         services.warm_up()
@@ -73,10 +81,21 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
     try:
         result = runner.run()
     except ApparatusError as exc:
+        _record_spend(ledger, cell, paths, settings.output, settings.max_cost)
         pytest.fail(f"APPARATUS ERROR (not a harness defect): {exc}", pytrace=False)
+    if not result.resumed and not result.skipped:
+        _record_spend(ledger, cell, paths, settings.output, settings.max_cost)
     if result.skipped:
         pytest.skip(f"cell not eligible: {result.skipped}")
     return result
+
+
+def _record_spend(ledger: SpendLedger, cell: CellSpec, paths: RunPaths, output: Path, cap: float | None) -> None:
+    """Add what the cell just spent to the session's ledger (a free model's cells only under a cap)."""
+    prices = prices_for(output)
+    if cap is None and not is_priced(prices, cell.model):
+        return
+    ledger.add(cell.id, cell_cost(paths.summary, prices.get(cell.model)))
 
 
 def _adapter(name: str) -> HarnessAdapter | str:

@@ -40,6 +40,12 @@ class Session:
     reported: set[str] = field(default_factory=set)
     #: Lines for the end of the session summary (a report that could not be written).
     notes: list[str] = field(default_factory=list)
+    #: Names this session's spend ledger (``--tt-max-cost``); the controller's, handed to its workers.
+    spend_id: str = ""
+    #: ``--tt-estimate``: the dry run's table (controller, or the process that collected).
+    estimate: list[str] = field(default_factory=list)
+    #: Cells not started because the session reached ``--tt-max-cost`` (controller: from reports).
+    capped: int = 0
 
 
 SESSION_KEY = pytest.StashKey[Session]()

@@ -36,6 +36,11 @@ class Settings:
     #: ``--tt-repeat K``: how many times each cell runs (repetition 1 in ``<output>/traces/``,
     #: repetition ``i`` in ``<output>/repeats/rep-<i>/traces/``).
     repeat: int = 1
+    #: ``--tt-max-cost USD``: stop starting cells once the session's archived usage, priced by the
+    #: frozen catalogue, reaches this many US dollars (None: no cap).
+    max_cost: float | None = None
+    #: ``--tt-estimate``: a dry run that prints each selected cell's cost at its budget; nothing runs.
+    estimate: bool = False
 
 
 def _split(value: str | None) -> tuple[str, ...] | None:
@@ -145,6 +150,30 @@ def check_repeat(value: str, source: str) -> int:
     return repeat
 
 
+def check_max_cost(value: str, source: str) -> float:
+    """``--tt-max-cost``'s value: a positive amount of US dollars (``5``, ``0.50``, ``$2``)."""
+    import math
+
+    try:
+        amount = float(value.strip().lstrip("$"))
+    except ValueError:
+        raise pytest.UsageError(f"{source}: {value!r} is not an amount of US dollars; give e.g. 5 or 0.50") from None
+    if not math.isfinite(amount) or amount <= 0:
+        raise pytest.UsageError(f"{source}: {value!r}; give a positive amount of US dollars, e.g. 5 or 0.50")
+    return amount
+
+
+def check_prices(models: tuple[str, ...], output: Path, source: str) -> None:
+    """A cap needs a price for every model it is to count: an unpriced model's cells would run uncounted."""
+    from reports.pricing import find_price_catalogue, load_price_catalogue
+
+    prices = load_price_catalogue(find_price_catalogue(output))
+    unpriced = [m for m in models if prices.get(m) is None]
+    if unpriced:
+        raise pytest.UsageError(f"{source}: no price in models.yaml for {', '.join(unpriced)}, so the cap could not "
+                                "count their cells; add a price entry or drop the cap")
+
+
 def resolve_settings(config: pytest.Config) -> Settings:
     """Settings from the command line, then ``TT_*`` env vars, then defaults.
 
@@ -174,6 +203,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         check_tasks(Path(tasks), tasks_from)
     repeat_value, repeat_from = _opt_from(config, "--tt-repeat", "TT_REPEAT")
     repeat = check_repeat(str(repeat_value), repeat_from) if repeat_value not in (None, "") else 1
+    cost_value, cost_from = _opt_from(config, "--tt-max-cost", "TT_MAX_COST")
+    max_cost = check_max_cost(str(cost_value), cost_from) if cost_value not in (None, "") else None
+    if max_cost is not None:
+        check_prices(models or ("probe",), output, cost_from)
     return Settings(
         harnesses=harnesses,
         models=models or ("probe",),
@@ -184,4 +217,6 @@ def resolve_settings(config: pytest.Config) -> Settings:
         record_bodies=bool(config.getoption("--tt-record-bodies")),
         tasks_dir=Path(tasks) if tasks else None,
         repeat=repeat,
+        max_cost=max_cost,
+        estimate=bool(config.getoption("--tt-estimate")),
     )

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from reports.export.atif import to_atif
 from reports.export.calls import CellArchive, load_cell
-from reports.records import repetition_of, repetition_root, run_dirs
+from reports.records import run_dirs
+from tracetrial.archive import repetition_of, repetition_root
 from tracetrial.errors import TraceTrialError
 from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor

@@ -154,3 +154,42 @@ def test_a_needed_feature_the_pack_has_is_no_contradiction(tmp_path: Path) -> No
     (root / "result.json").write_text(json.dumps({"turns": [{}, {}]}))
     rows = {r.variant: r for r in calibrate(tmp_path, [task], ["hide_exit_code", "hide_mcp_tool"]).rows}
     assert rows["reference+hide_mcp_tool"].status == "not_applicable", rows["reference+hide_mcp_tool"].detail
+
+
+# ----------------------------------------------------------------------------- stale archives
+
+
+def _stamp(out: Path, harness: str, *, digest: str, version: str) -> None:
+    """Name the pack digest and harness version a cell ran with, as a real run's result.json does."""
+    import json
+
+    from tracetrial.archive import RunPaths
+
+    path = RunPaths.for_cell(out, "E1-build-status-001", "probe", harness).result
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["resolved_config"] = {"pack_digest": digest}
+    record["identity"]["harness_version"] = version
+    path.write_text(json.dumps(record), encoding="utf-8")
+
+
+def test_a_cell_run_on_another_pack_or_reference_version_is_stale_not_calibrated(tmp_path: Path) -> None:
+    """``calibrate --report-only`` must not record an old archive as this pack's calibration."""
+    task = task_with({"hide_exit_code": [H[0], A[0]]})
+    cell(tmp_path, "reference", set())
+    cell(tmp_path, "reference+hide_exit_code", {H[0], A[0]})
+    for h in ("reference", "reference+hide_exit_code"):
+        _stamp(tmp_path, h, digest=task.digest, version="0.1.0+src.new")
+    assert calibrate(tmp_path, [task], ["hide_exit_code"], reference_version="0.1.0+src.new").ok
+
+    _stamp(tmp_path, "reference+hide_exit_code", digest="0" * 64, version="0.1.0+src.new")
+    report = calibrate(tmp_path, [task], ["hide_exit_code"], reference_version="0.1.0+src.new")
+    (row,) = [r for r in report.rows if r.variant == "reference+hide_exit_code"]
+    assert row.status == "stale" and "another version of the pack (digest 000000000000" in row.detail
+    assert not report.ok
+
+    _stamp(tmp_path, "reference+hide_exit_code", digest=task.digest, version="0.1.0+src.new")
+    _stamp(tmp_path, "reference", digest=task.digest, version="0.1.0+src.old")
+    report = calibrate(tmp_path, [task], ["hide_exit_code"], reference_version="0.1.0+src.new")
+    assert [(r.variant, r.status) for r in report.rows] == [("reference", "stale")]
+    assert "run by reference 0.1.0+src.old, now 0.1.0+src.new" in report.rows[0].detail
+    assert "NOT calibrated" in "\n".join(format_table(report))

@@ -501,7 +501,7 @@ def test_release_writer_returns_the_sha256_of_the_bytes_written(corpus: Path, tm
 
 def test_repetitions_are_released_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # --tt-repeat 2: repetition 2 of each cell under repeats/rep-2/traces/; the release pins both
-    from reports.records import repetition_root
+    from tracetrial.archive import repetition_root
 
     out = tmp_path / "out"
     for rep in (1, 2):

@@ -20,11 +20,11 @@ import pytest
 from reports import write_reports
 from reports.aggregate import aggregate, load_runs
 from reports.export.write import atif_path, cell_dirs
-from reports.records import repetition_of, repetition_root, repetition_roots
 from reports.repeats import agreement_label, pass_at, pass_hat
 from reports.synthetic import make_combined, write_cell
 from reports.tables import repeats_by_harness
 from reports.terminal import summary_table
+from tracetrial.archive import repetition_of, repetition_root, repetition_roots
 
 T, F = True, False
 
