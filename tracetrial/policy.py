@@ -317,6 +317,8 @@ class TurnView:
     history_text: str = ""
     system_text: str = ""
     tool_names: tuple[str, ...] = ()
+    #: ``(name, description)`` of each declared tool, in :attr:`tool_names`' order and spelling.
+    tool_descriptions: tuple[tuple[str, str], ...] = ()
 
 
 class ViewLike(Protocol):
@@ -364,6 +366,12 @@ class Turn:
     def tool_names(self) -> tuple[str, ...]:
         """Names of the tools declared in the request (Codex namespaced tools as ``ns/name``)."""
         return self._view.tool_names
+
+    @property
+    def tool_descriptions(self) -> dict[str, str]:
+        """Each declared tool's description as the model was shown it, by its name as in
+        :attr:`tool_names` (how an agent tells apart tools whose names the harness rewrote)."""
+        return dict(getattr(self._view, "tool_descriptions", ()) or ())
 
     @property
     def is_subagent(self) -> bool:

@@ -70,6 +70,10 @@ class Conversation:
     def tool_names(self) -> tuple[str, ...]:
         return tuple(t.display for t in self.tools)
 
+    @property
+    def tool_descriptions(self) -> tuple[tuple[str, str], ...]:
+        return tuple((t.display, t.description) for t in self.tools)
+
     def history_text(self) -> str:
         """What the conversation showed the model, in order: user texts, tool results and
         mid-conversation system entries. The model's own words (assistant texts, tool calls) are

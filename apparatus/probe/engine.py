@@ -63,16 +63,17 @@ APPARATUS = "TraceTrial probe apparatus error"
 class StoredView:
     """A :class:`~tracetrial.policy.TurnView` kept compressed: one is stored per policy step for replay."""
 
-    __slots__ = ("_history", "_system", "_tools")
+    __slots__ = ("_descriptions", "_history", "_system", "_tools")
 
     def __init__(self, view: TurnView):
         self._history = zlib.compress(view.history_text.encode("utf-8"), 1)
         self._system = zlib.compress(view.system_text.encode("utf-8"), 1)
         self._tools = view.tool_names
+        self._descriptions = view.tool_descriptions
 
     @classmethod
     def of(cls, conv: Conversation) -> StoredView:
-        return cls(TurnView(conv.history_text(), conv.system_text, conv.tool_names))
+        return cls(TurnView(conv.history_text(), conv.system_text, conv.tool_names, conv.tool_descriptions))
 
     # decompressed on access only: replay walks every step, policies read few views
     @property
@@ -86,6 +87,10 @@ class StoredView:
     @property
     def tool_names(self) -> tuple[str, ...]:
         return self._tools
+
+    @property
+    def tool_descriptions(self) -> tuple[tuple[str, str], ...]:
+        return self._descriptions
 
 
 @dataclass
@@ -254,7 +259,8 @@ class Run:
         index = state.current if state else 1
         user = state.turns[index].user_text if state and index in state.turns else conv.latest_user_text()
         turn = Turn(max(index, 1), user, options=self.options.extra,
-                    view=TurnView(conv.history_text(), conv.system_text, conv.tool_names))
+                    view=TurnView(conv.history_text(), conv.system_text, conv.tool_names,
+                                  conv.tool_descriptions))
         try:
             text = hook(turn)
         except Exception as exc:

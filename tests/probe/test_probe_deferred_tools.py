@@ -183,3 +183,22 @@ def test_probe_drives_the_search_round_trip(probe, write_policy, run_id):
     assert [r.mapped_tool for r in report.requests] == ["ToolSearch", TOOL, TOOL, None]
     assert report.requests[0].arguments == {"query": f"select:{TOOL}"}
     assert report.requests[1].arguments == {"note": None, "n": 1}
+
+
+def test_policies_see_each_declared_tools_description():
+    """A policy tells apart tools whose names a harness rewrote (cut, hashed) by the descriptions the
+    model was shown (T2-lane-reservation-001), live and in a stored view replayed later."""
+    from apparatus.probe.engine import StoredView
+    from tracetrial.policy import Turn, TurnView
+
+    tools = DOC["tools_after_search"]
+    conv = parse("anthropic", _body([{"role": "user", "content": "bill it"}], tools))
+    pairs = conv.tool_descriptions
+    assert [name for name, _ in pairs] == list(conv.tool_names)
+    declared = {t["name"]: t.get("description", "") for t in tools}
+    assert dict(pairs)[TOOL] == declared[TOOL] and declared[TOOL]
+    view = TurnView(conv.history_text(), conv.system_text, conv.tool_names, conv.tool_descriptions)
+    for seen in (view, StoredView(view)):
+        turn = Turn(1, "bill it", view=seen)
+        assert turn.tool_descriptions[TOOL] == declared[TOOL]
+    assert Turn(1, "x").tool_descriptions == {}
