@@ -77,7 +77,8 @@ def gate(baseline_path: Path, output: Path, *, update: bool = False, allow_versi
                   "re-run them with --tt-rerun", file=sys.stderr)
             return EXIT_USAGE
         echo(f"the {len(roots)} repetitions agree on every cell; recording repetition 1")
-    snapshot = read_output(output)
+    # repetition 1 is the output itself: already read when there are several
+    snapshot = snapshots[0][1] if len(roots) > 1 else read_output(output)
     if not snapshot.versions and not snapshot.unmeasured:
         print(f"error: no cells under {output / 'traces'}", file=sys.stderr)
         return EXIT_USAGE

@@ -242,13 +242,15 @@ def progress_line(run_dir: Path, width: int | None = None) -> str | None:
         score = CombinedScore.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None
-    return fmt(score, width, rep, cost=_cell_usd(run_dir, score.identity.model))
+    return fmt(score, width, rep, cost=_cell_usd(run_dir, rep, score.identity.model))
 
 
-def _cell_usd(run_dir: Path, model: str) -> float | None:
+def _cell_usd(run_dir: Path, repetition: int, model: str) -> float | None:
     """A live cell's cost by the frozen catalogue (None for a free model or unknown usage)."""
-    # <output>/traces/<task>/<model>/<harness> (or a repetition's root): the catalogue frozen with it
-    prices = prices_for(run_dir.parents[3])
+    # <root>/traces/<task>/<model>/<harness>; a repetition's root is <output>/repeats/rep-<i>: the
+    # catalogue frozen with the output is the one the session priced its spend with
+    root = run_dir.parents[3]
+    prices = prices_for(root.parents[1] if repetition > 1 else root)
     return cell_cost(RunPaths(run_dir).summary, prices.get(model)) if is_priced(prices, model) else None
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.pricing import PriceCatalogue, PriceEntry, run_cost
+from reports.records import harness_family as harness_family_of
 from tracetrial.results import Summary
 from tracetrial.trace import TokenUsage
 
@@ -126,8 +127,7 @@ def tokens_per_call(output: Path, harness_family: str) -> tuple[tuple[int, int],
     ins: list[float] = []
     outs: list[float] = []
     for path in Path(output).glob("traces/*/*/*/summary.json"):
-        name = path.parent.name.split("@", 1)[0].split("+", 1)[0]
-        if name != harness_family:
+        if harness_family_of(path.parent.name) != harness_family:
             continue
         try:
             summary = Summary.model_validate_json(path.read_text(encoding="utf-8"))
@@ -155,7 +155,7 @@ def estimate_cells(cells: Iterable[tuple[str, str, str, int]], prices: PriceCata
     """
     out = []
     for task, harness, model, calls in cells:
-        family = harness.split("@", 1)[0].split("+", 1)[0]
+        family = harness_family_of(harness)
         (tin, tout), source = tokens.get(family, (DEFAULT_TOKENS, "built-in"))
         usage = TokenUsage(input_tokens=calls * tin, output_tokens=calls * tout)
         out.append(CellEstimate(task, harness, model, calls, (tin, tout), source, run_cost(usage, prices.get(model))))
@@ -224,7 +224,7 @@ def estimate_lines(refs: Sequence[Any], settings: Any) -> list[str]:
             broken.append(ref.task_id)
             continue
         cells.append((ref.task_id, ref.harness, ref.model, pack.spec.budgets.max_model_calls))
-    families = {h.split("@", 1)[0].split("+", 1)[0] for _, h, _, _ in cells}
+    families = {harness_family_of(h) for _, h, _, _ in cells}
     tokens = {f: tokens_per_call(settings.output, f) for f in families}
     lines = format_estimate(estimate_cells(cells, prices_for(settings.output), tokens), settings.max_cost) \
         if cells else ["no cells selected"]
