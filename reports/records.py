@@ -32,11 +32,11 @@ from pydantic import ValidationError
 
 from reports.schema import CellStatus
 from tracetrial.archive import check_seal, repetition_roots
+from tracetrial.files import load_yaml
 from tracetrial.results import CombinedScore, ResultRecord, Summary
 from tracetrial.taxonomy import COMPONENTS
 from tracetrial.trace import TokenUsage
 
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: The calibration instrument: the faithful reference harness and its mutants (``reference+<defect>``).
 CALIBRATION_HARNESS = "reference"
@@ -172,7 +172,7 @@ def _component(task_id: str, snapshot: dict[str, Any] | None) -> str:
 def _read_snapshot(run_dir: Path, task_id: str) -> dict[str, Any] | None:
     path = run_dir / "private" / "task" / task_id / "task.yaml"
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
     return data if isinstance(data, dict) else None

@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from tracetrial.errors import TaskPackError, TaskPackErrors
+from tracetrial.files import load_yaml
 from tracetrial.model import StrictModel
 from tracetrial.redact import REDACTED, Redactor
 from tracetrial.rubric import Rubric
@@ -304,7 +305,7 @@ def _read_yaml(root: Path, name: str, errors: list[TaskPackError], *, required: 
             errors.append(TaskPackError(rel, "file is missing", fix=f"create {name}"))
         return None
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -398,7 +399,7 @@ def _snapshot_problems(path: Path, rel: str, secrets: list[str]) -> list[TaskPac
     YAML list and the archived cell could never be scored again. Caught here, at the source."""
     redacted = Redactor(set(secrets)).text(path.read_text(encoding="utf-8"))
     try:
-        TaskSpec.model_validate(yaml.safe_load(redacted))
+        TaskSpec.model_validate(load_yaml(redacted))
     except (yaml.YAMLError, ValidationError):
         return [TaskPackError(rel, f"a planted secret is not quoted: the archived snapshot replaces it with {REDACTED}, "
                               "which unquoted YAML reads as a list, and the cell could not be re-scored",

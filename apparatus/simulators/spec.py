@@ -45,6 +45,7 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from apparatus.simulators.errors import SimulatorConfigError, TemplateError
 from apparatus.simulators.expr import check_condition, check_template, parse_path
+from tracetrial.files import load_yaml
 from tracetrial.model import StrictModel
 from tracetrial.task import SimulatorSpec
 from tracetrial.values import ValueSpec
@@ -313,7 +314,7 @@ def load_service(pack_root: Path, sim: SimulatorSpec) -> LoadedService:
     file = f"{path.parent.name}/{path.name}"
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
     except (yaml.YAMLError, ValueError) as exc:
         raise SimulatorConfigError(file, [f"{file}: malformed {path.suffix[1:].upper()}: {exc}"]) from exc
     if not isinstance(data, dict):
@@ -366,7 +367,7 @@ def simulator_specs(pack_root: Path) -> list[SimulatorSpec]:
     """
     path = pack_root / "task.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise SimulatorConfigError("task.yaml", [f"{path}: cannot read: {exc}"]) from exc
     raw = (data.get("simulators") or []) if isinstance(data, dict) else []

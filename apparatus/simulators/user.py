@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from apparatus.simulators.errors import SimulatorConfigError
 from apparatus.simulators.ledger import Ledger
+from tracetrial.files import load_yaml
 from tracetrial.model import StrictModel
 from tracetrial.task import TaskPack
 from tracetrial.trace import ConversationSimulatorDecisionEvent, utc_now
@@ -112,7 +113,7 @@ class UserDecision:
 
 def _load_yaml_model(path: Path, model: type[BaseModel], file: str) -> Any:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise SimulatorConfigError(file, [f"{file}: cannot read: {exc}"]) from exc
     try:
