@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tracetrial.archive import RunPaths, repetition_root
 from tracetrial_fixtures.cell import CellResult
 from tracetrial_fixtures.checker import Checker
 from tracetrial_fixtures.collect import (
@@ -120,16 +121,37 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["tt_spend_id"] = session_of(node.config).spend_id
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--tt-estimate``: price the selected cells at their budgets, then deselect them all."""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After ``-k``/``-m`` selection (trylast), over the selected cells:
+
+    * ``--tt-estimate``: price them at their budgets, then deselect them all;
+    * else, when one will run (not resumed from its archive), the proxy starts now, in the
+      background: the rest of the session's start and the first cell's preparation overlap
+      it, and a session running no cell pays nothing.
+    """
     tt = session_of(config)
-    if not tt.settings.estimate:
+    settings = tt.settings
+    if settings.estimate:
+        refs = [item.callspec.params["tt_cell_spec"] for item in items
+                if hasattr(item, "callspec") and "tt_cell_spec" in item.callspec.params]
+        tt.estimate = estimate_lines(refs, settings)
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
         return
-    refs = [item.callspec.params["tt_cell_spec"] for item in items
-            if hasattr(item, "callspec") and "tt_cell_spec" in item.callspec.params]
-    tt.estimate = estimate_lines(refs, tt.settings)
-    config.hook.pytest_deselected(items=list(items))
-    items[:] = []
+    if config.option.collectonly:
+        return
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        ref = callspec.params.get("tt_cell_spec") if callspec is not None else None
+        if not isinstance(ref, CellRef):
+            continue
+        paths = RunPaths.for_cell(repetition_root(settings.output, ref.repetition), ref.task_id, ref.model, ref.harness)
+        if settings.rerun or not paths.combined_score.is_file():
+            services_of(config).warm_up()
+            return
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -182,11 +204,26 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+SERVICES_KEY = pytest.StashKey[Services]()
+
+
+def services_of(config: pytest.Config) -> Services:
+    """This process's services (created once; stopped at the end of the session, whether or
+    not a cell asked for them)."""
+    services = config.stash.get(SERVICES_KEY, None)
+    if services is None:
+        settings = session_of(config).settings
+        services = Services(output=settings.output, record_bodies=settings.record_bodies)
+        config.stash[SERVICES_KEY] = services
+        config.add_cleanup(services.close)
+    return services
+
+
 @pytest.fixture(scope="session")
 def tt_services(request: pytest.FixtureRequest) -> Iterator[Services]:
-    """The probe model server and LiteLLM gateway of this process (started on first use)."""
-    settings = session_of(request.config).settings
-    services = Services(output=settings.output, record_bodies=settings.record_bodies)
+    """The probe model server and LiteLLM gateway of this process (started on first use, or
+    in the background as soon as the cells are being collected)."""
+    services = services_of(request.config)
     yield services
     services.close()
 

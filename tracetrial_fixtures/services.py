@@ -10,10 +10,12 @@ Creating the services (the first cell of a process) sets up the process's sessio
 folder for temp state (:mod:`apparatus.tempstate`), which first sweeps what sessions
 killed outright left behind: their temp folders, and a proxy still running.
 
-:meth:`Services.warm_up` starts both in a background thread as soon as collection has
-found cells to run, so the proxy's start (~6 s, far more on a loaded machine) overlaps
-the rest of collection and the first cell's preparation instead of being waited for
-inside it; a cell that needs the gateway sooner waits only for what is left.
+:meth:`Services.warm_up` starts both in a background thread as soon as the cells are
+being collected (``pytest_generate_tests``, unless ``--collect-only`` or ``--tt-estimate``),
+so the proxy's start (~6 s, far more on a loaded machine) overlaps the loading of every pack
+and the first cell's preparation instead of being waited for inside it; a cell that needs
+the gateway sooner waits only for what is left. A session whose cells are all resumed or
+deselected pays that start in the background and stops it at its end.
 """
 
 from __future__ import annotations
