@@ -1,11 +1,21 @@
-"""The docker backend (the paper's setup): each confined process in its own container.
+"""The docker backend (the paper's setup): each cell in a container of its own.
 
-Per cell, every harness process runs in a fresh container of the local harnesses image
-(:mod:`apparatus.sandbox.images`), labelled ``org.tracetrial.cell=<cell>``, and the
-cell's containers are removed when it ends (:meth:`DockerSandbox.cleanup`). One container
-per process rather than one per cell gives the same lifetime rule as the bwrap backend's
-PID namespace — nothing the harness leaves running survives into the next turn — so a
-verdict does not depend on the backend.
+Per cell, one container of the local harnesses image (:mod:`apparatus.sandbox.images`),
+labelled ``org.tracetrial.cell=<cell>``, is started at the cell's first harness process and
+every harness process of the cell runs in it with ``exec``
+(:mod:`apparatus.sandbox.docker_exec`); it is removed when the cell ends
+(:meth:`DockerSandbox.cleanup`). A process start costs an ``exec`` (~0.1 s), not a container
+(~0.7 s with the launcher that created one per process). The lifetime rule of the bwrap
+backend's PID namespace holds all the same — nothing a harness process leaves running
+survives it into the next turn: each process runs under the status wrapper
+(:mod:`apparatus.sandbox.netrelay`), which kills what is left in the container when its
+child ends (unless another process of the cell still runs), and a timed-out process's
+container is removed (:meth:`DockerSandbox.reap`). So a verdict does not depend on the
+backend.
+
+The container's PID 1 is a keeper (:data:`KEEPER`): it reaps orphans, and it exits — and the
+engine removes the container — when the process that owns the cell dies, since that process
+holds the keeper's stdin open (an attach) and the kernel closes it with the process.
 
 Inside a container:
 
@@ -24,7 +34,8 @@ Inside a container:
   ``native/`` folder is written by the apparatus after the process ends;
 * network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
   network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`);
-* the task's resource limits (memory, CPUs, processes) as cgroup limits;
+* the task's resource limits (memory, CPUs, processes) as cgroup limits, on the cell's
+  container (the cell's processes run one after another, so each gets what it got before);
 * for a harness that sandboxes its own commands with namespaces (Codex's bundled
   bubblewrap, ``HarnessCapabilities.nested_sandbox``) the container may create user
   namespaces and mount a fresh ``/proc`` (seccomp and AppArmor unconfined, ``/proc`` not
@@ -35,6 +46,7 @@ Inside a container:
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import socket
@@ -47,14 +59,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apparatus.sandbox import Sandbox
+from apparatus.sandbox import Sandbox, docker_exec
 from apparatus.sandbox.code import code_paths
-from apparatus.sandbox.docker_run import BOOT, CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec
+from apparatus.sandbox.docker_run import CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec, create_args
 from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
 from apparatus.sandbox.policy import exposure
 from apparatus.tools import tools_dir, versions_dir
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
+
+#: PID 1 of a cell's container (the image's own python3): reaps the orphans of the cell's
+#: processes, and exits when its stdin ends — the owner's attach, closed by the kernel when
+#: the process that runs the cell dies, so the container (``auto_remove``) goes with it.
+#: Its last argument marks it for the sweep's guard (:data:`~apparatus.sandbox.netrelay.KEEPER_MARK`).
+KEEPER = """
+import os, threading, time
+def watch():
+    while True:
+        try:
+            if not os.read(0, 65536):
+                break
+        except OSError:
+            break
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.5)
+"""
+KEEPER_ARGV = ["/usr/bin/python3", "-I", "-c", KEEPER, "tt-cell-keeper"]
 
 _ENGINE: dict[str, str | None] = {}
 _IMAGES: dict[str, Images] = {}
@@ -86,6 +121,8 @@ def docker_reason() -> str | None:
     if "docker" in _ENGINE:
         return _ENGINE["docker"]
     reason = engine_reason()
+    if reason is None and shutil.which("docker") is None:
+        reason = f"the docker command-line client is missing (it runs each process in the cell's container); {DOCKER_INSTALL}"
     if reason is None and shutil.which("debootstrap") is None:
         import docker
 
@@ -132,7 +169,15 @@ class DockerSandbox(Sandbox):
         self._counter = itertools.count(1)
         self._private = Path(tempfile.mkdtemp(prefix="tt-docker-"))
         os.chmod(self._private, 0o700)
+        (self._private / "status").mkdir()
         self._bridge: Any = None
+        self._client: Any = None
+        # The cell's running container: its id, the spec it was made from (a process that
+        # needs other mounts, network or limits gets a new one) and the owner's attach.
+        self._container: str | None = None
+        self._container_spec: str | None = None
+        self._keepalive: Any = None
+        self._lock = threading.Lock()
 
     # -- Sandbox API --------------------------------------------------------------------
     def available(self) -> str | None:
@@ -151,8 +196,8 @@ class DockerSandbox(Sandbox):
         assert self.images is not None
         argv = [self._image_path(a) for a in argv]
         env = {k: self._image_path(v) for k, v in env.items()}
-        (self._private / "status").mkdir(exist_ok=True)
-        extra = [self._private / "status"] + ([self._bridge.dir] if self._bridge is not None else [])
+        status_dir = self._private / "status"
+        extra = [status_dir] + ([self._bridge.dir] if self._bridge is not None else [])
         if network == "none" and forward:
             (self._private / "net").mkdir(exist_ok=True)
             extra.append(self._private / "net")
@@ -169,29 +214,78 @@ class DockerSandbox(Sandbox):
         mounted = [Path(b.target) for b in binds]
         covered = [*seen.covered, *[p for p in [self._tools] if any(p.is_relative_to(m) for m in mounted)
                                     and p not in mounted]]
-        name = f"tt-{self.cell}-{next(self._counter)}"
-        status_dir = self._private / "status"
+        lock = status_dir / "processes.lock"
         if network == "none":
             net = self._private / "net"
             net.mkdir(exist_ok=True)
-            argv = self._tunnel(argv, forward, net, status=self._status_file(status_dir))
+            argv = self._tunnel(argv, forward, net, status=self._status_file(status_dir), sweep=lock)
         else:
-            argv = self._with_status(argv, status_dir)
+            argv = self._with_status(argv, status_dir, sweep=lock)
         lim = dict(limits or {})
         spec = DockerRunSpec(
-            image=self.images.harnesses, name=name,
-            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=argv, env=env, cwd=str(workspace), binds=binds,
-            tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
+            image=self.images.harnesses, name=f"tt-{self.cell}-{next(self._counter)}",
+            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=KEEPER_ARGV, env={}, cwd="/",
+            binds=binds, tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
-            nested_namespaces=nested, stdin=stdin,
+            nested_namespaces=nested, stdin=True, init=False, auto_remove=True,
         )
-        spec_file = self._private / f"{spec.name}.json"
-        fd = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        container = self._cell_container(spec)
+        client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
+        client_env.setdefault("DOCKER_CONFIG", str(Path.home() / ".docker"))
+        job = {"docker": shutil.which("docker") or "docker", "container": container, "argv": argv,
+               # A name the client needs for itself is not passed on (the harness env has none).
+               "env": {k: v for k, v in env.items() if k not in client_env},
+               "client_env": client_env, "cwd": str(workspace), "stdin": stdin}
+        job_file = self._private / f"exec-{uuid.uuid4().hex[:12]}.json"
+        fd = os.open(job_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(spec.model_dump_json())
-        # From this code root, whatever an installed package points at.
-        root = str(Path(__file__).resolve().parents[2])
-        return [sys.executable, "-I", "-c", BOOT, root, str(spec_file)]
+            json.dump(job, fh)
+        return [sys.executable, "-I", "-c", docker_exec.BOOT, str(Path(docker_exec.__file__).resolve()), str(job_file)]
+
+    def _cell_container(self, spec: DockerRunSpec) -> str:
+        """The id of the cell's running container for ``spec``'s mounts, network and limits,
+        started (with its keeper attached) when there is none or it was made for others."""
+        import docker.errors
+
+        key = spec.model_dump_json(exclude={"name"})
+        with self._lock:
+            if self._container is not None and key == self._container_spec and self._running(self._container):
+                return self._container
+            self._drop_container()
+            if self._client is None:
+                self._client = docker.from_env(timeout=120)
+            api = self._client.api
+            try:
+                created = api.create_container(**create_args(spec, api))
+                cid = str(created["Id"])
+                # Attached before the start: the keeper's stdin stays open while we hold this.
+                self._keepalive = api.attach_socket(cid, params={"stdin": 1, "stream": 1})
+                api.start(cid)
+            except docker.errors.DockerException as exc:
+                raise RuntimeError(f"tracetrial docker sandbox: could not start the cell's container: {exc}") from exc
+            self._container, self._container_spec = cid, key
+            return cid
+
+    def _running(self, cid: str) -> bool:
+        try:
+            return bool(self._client.api.inspect_container(cid)["State"]["Running"])
+        except Exception:  # noqa: BLE001 - gone (removed, or its keeper ended): not running
+            return False
+
+    def _drop_container(self) -> None:
+        """Forget (and remove) the cell's current container."""
+        cid, self._container, self._container_spec = self._container, None, None
+        sock, self._keepalive = self._keepalive, None
+        if cid is not None and self._client is not None:
+            try:
+                self._client.api.remove_container(cid, force=True)
+            except Exception:  # noqa: BLE001, S110 - already gone (auto-removed)
+                pass
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
 
     def host_command(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                      cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
@@ -202,7 +296,10 @@ class DockerSandbox(Sandbox):
         return list(self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name))
 
     def reap(self) -> None:
-        """Remove the cell's containers still present (a launcher killed before it could)."""
+        """Remove the cell's containers (a timed-out process: what it left running goes with
+        its container; the next process of the cell gets a fresh one)."""
+        with self._lock:
+            self._drop_container()
         try:
             import docker
 

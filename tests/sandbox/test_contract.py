@@ -207,25 +207,73 @@ def _cell_containers(box) -> list[str]:
     return [c.name for c in listed(docker.from_env(), f"{CELL_LABEL}={box.cell}")]
 
 
-def test_container_dies_with_the_cell_process(cell):
-    """Docker: when the process that ran the cell dies outright, its container goes too
-    (bwrap's --die-with-parent, for the docker backend)."""
+OWNER = """
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from apparatus.sandbox.docker_backend import DockerSandbox
+box = DockerSandbox()
+ws = Path(sys.argv[2])
+argv = box.wrap(["sleep", "60"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, writable=[ws], hidden=[])
+subprocess.Popen(argv)
+print(box.cell, flush=True)
+time.sleep(120)
+"""
+
+
+def test_container_dies_with_the_cell_process(cell, tmp_path: Path):
+    """Docker: when the process that owns the cell dies outright, its container goes too
+    (bwrap's --die-with-parent, for the docker backend): the keeper's stdin was its attach."""
     box, _, workspace, *_ = cell
     if box.name != "docker":
         pytest.skip("docker only")
-    argv = box.wrap(["sleep", "60"], cwd=workspace, env={"PATH": os.environ["PATH"]}, writable=[workspace],
+    from apparatus.sandbox.code import checkout_root
+
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(checkout_root()), str(workspace)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        other = get_sandbox("docker")
+        other.cell = owner.stdout.readline().strip()  # type: ignore[union-attr]
+        deadline = time.monotonic() + 20
+        while not _cell_containers(other) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _cell_containers(other), "the container never started"
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 15
+    while _cell_containers(other) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _cell_containers(other) == []
+
+
+def _container_processes(box) -> list[str]:
+    """The command lines running in the cell's current container."""
+    import docker
+
+    assert box._container is not None
+    top = docker.from_env().api.top(box._container, ps_args="-eo pid,args")
+    return [row[-1] for row in top.get("Processes") or []]
+
+
+def test_a_process_ends_with_its_launcher(cell):
+    """Docker: a launcher whose parent dies ends its process in the cell's container."""
+    box, _, workspace, *_ = cell
+    if box.name != "docker":
+        pytest.skip("docker only")
+    argv = box.wrap(["sleep", "61"], cwd=workspace, env={"PATH": os.environ["PATH"]}, writable=[workspace],
                     hidden=[])
     parent = subprocess.Popen(["sh", "-c", '"$@" & wait', "sh", *argv])
     deadline = time.monotonic() + 20
-    while not _cell_containers(box) and time.monotonic() < deadline:
+    while not any("sleep 61" in p for p in _container_processes(box)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _cell_containers(box), "the container never started"
+    assert any("sleep 61" in p for p in _container_processes(box)), "the process never started"
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 15
-    while _cell_containers(box) and time.monotonic() < deadline:
+    while any("sleep 61" in p for p in _container_processes(box)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _cell_containers(box) == []
+    assert not any("sleep 61" in p for p in _container_processes(box))
 
 
 def test_orphaned_containers_are_swept(cell):
@@ -259,13 +307,29 @@ def test_orphaned_containers_are_swept(cell):
                 pass
 
 
-def test_no_container_outlives_its_process(cell):
-    """Docker: the launcher removes its container; a timed-out one is reaped too."""
-    box, run, *_ = cell
+def test_nothing_a_process_leaves_running_outlives_it(cell):
+    """Docker: the cell's processes share one container, yet what a process leaves running
+    is killed when it ends (as when each had its own container), without delaying it; a
+    timed-out process's container is removed and the next process gets a fresh one; no
+    container outlives the cell."""
+    box, run, workspace, *_ = cell
     if box.name != "docker":
         pytest.skip("docker only")
-    run("true")
-    run("sleep 30", timeout_s=1.5)
+    t0 = time.monotonic()
+    res, out, _ = run("(sleep 30; echo late > late.txt) & echo started")
+    assert res.exit_code == 0 and "started" in out
+    assert time.monotonic() - t0 < 1.9  # docker exec waits 2 s for a leftover process
+    first = box._container
+    assert [p for p in _container_processes(box) if "tt-cell-keeper" not in p] == []
+    res, out, _ = run("echo again")
+    assert res.exit_code == 0 and box._container == first  # one container per cell
+    res, _, _ = run("sleep 30", timeout_s=1.5)
+    assert res.timed_out and _cell_containers(box) == []
+    res, out, _ = run("echo after")
+    assert res.exit_code == 0 and "after" in out and box._container not in (None, first)
+    time.sleep(0.5)
+    assert not (workspace / "late.txt").exists()
+    box.cleanup()
     assert _cell_containers(box) == []
 
 

@@ -223,10 +223,24 @@ def test_docker_needs_an_image_or_a_way_to_build_it(monkeypatch: pytest.MonkeyPa
         images = Images()
 
     monkeypatch.setattr(backend, "_ENGINE", {"reason": None})  # an engine answers
-    monkeypatch.setattr(backend.shutil, "which", lambda name: None if name == "debootstrap" else real_shutil.which(name))
+    which = real_shutil.which
+    monkeypatch.setattr(backend.shutil, "which", lambda name: None if name == "debootstrap" else which(name))
     monkeypatch.setattr(docker, "from_env", lambda **kw: Client())
     reason = backend.docker_reason()
     if image_present:
         assert reason is None
     else:
         assert reason and "debootstrap" in reason and "tracetrial images build" in reason
+
+
+def test_docker_needs_its_command_line_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cell's processes run through ``docker exec``: an engine without the client is no backend."""
+    import shutil as real_shutil
+
+    from apparatus.sandbox import docker_backend as backend
+
+    which = real_shutil.which
+    monkeypatch.setattr(backend, "_ENGINE", {"reason": None})
+    monkeypatch.setattr(backend.shutil, "which", lambda name: None if name == "docker" else which(name))
+    reason = backend.docker_reason()
+    assert reason and "command-line client" in reason and "apt-get install -y docker.io" in reason
