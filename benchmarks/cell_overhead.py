@@ -12,6 +12,10 @@ and left out of the apparatus share, which is everything outside harness executi
     python benchmarks/cell_overhead.py [--tasks C3-freeze-ticket-001,E1-build-status-001,...]
                                        [--harness claude_code,codex,reference]
                                        [--backends local,bwrap,docker] [-n N]
+    python benchmarks/cell_overhead.py --from OUTPUT [--junit FILE]
+
+``--from`` runs nothing: it prints the same breakdown for an archive already written (what
+``scripts/bench.sh`` prints at the end of the main job), with each harness's share.
 """
 
 from __future__ import annotations
@@ -52,19 +56,23 @@ def run_session(tasks: list[str], harnesses: str, backend: str, out: Path, worke
     return wall
 
 
-def junit_times(out: Path) -> dict[str, float]:
-    """Each cell's pytest time (setup, call, teardown) by test id parameter."""
+def junit_times(out: Path, junit: Path | None = None) -> dict[str, float]:
+    """Each cell's pytest time (setup, call, teardown) by test id parameter (none without a
+    junit file)."""
     times: dict[str, float] = {}
-    for case in ET.parse(out / "junit.xml").getroot().iter("testcase"):
+    junit = junit or out / "junit.xml"
+    if not junit.is_file():
+        return times
+    for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("name", "")
         if "[" in name:
             times[name[name.index("[") + 1:-1]] = float(case.get("time") or 0)
     return times
 
 
-def read_cells(out: Path) -> list[dict[str, object]]:
+def read_cells(out: Path, junit_file: Path | None = None) -> list[dict[str, object]]:
     """One row per executed cell: its phases (seconds), its junit time and its identity."""
-    junit = junit_times(out)
+    junit = junit_times(out, junit_file)
     rows: list[dict[str, object]] = []
     for result_file in sorted((out / "traces").glob("*/*/*/result.json")):
         result = json.loads(result_file.read_text())
@@ -86,13 +94,18 @@ def summarize(backend: str, wall: float, rows: list[dict[str, object]]) -> dict[
     proxy_wait = first["timing"]["gateway_route"]  # type: ignore[index]
     sums = {p: sum(r["timing"].get(p, 0.0) for r in rows) for p in PHASES}  # type: ignore[attr-defined]
     sums["gateway_route"] -= proxy_wait
-    totals = [float(r["total"]) for r in rows if r["total"] is not None]  # type: ignore[arg-type]
+    # Without a junit time (an archive read back), a cell's time is the sum of its phases.
+    totals = [float(r["total"]) if r["total"] is not None else sum(r["timing"].values())  # type: ignore[arg-type, attr-defined]
+              for r in rows]
     cell_total = sum(totals) - proxy_wait
     rest = max(cell_total - sum(sums.values()), 0.0)
     execution = sums["execution"]
     apparatus = cell_total - execution
-    print(f"\n== {backend}: {len(rows)} cells, session wall {wall:.1f} s, sum of cell times {cell_total:.1f} s "
+    session = f"session wall {wall:.1f} s, " if wall else ""
+    print(f"\n== {backend}: {len(rows)} cells, {session}sum of cell times {cell_total:.1f} s "
           f"(one-off proxy wait {proxy_wait:.1f} s left out)")
+    if any(r["total"] is None for r in rows):
+        print("(cells without a junit time count their phases only: sealing, scoring and pytest are not in them)")
     print(f"{'phase':<18} {'total s':>8} {'mean s':>8} {'share':>7}")
     for phase in (*PHASES, "seal+score+pytest"):
         value = rest if phase == "seal+score+pytest" else sums[phase]
@@ -113,7 +126,16 @@ def main() -> int:
     ap.add_argument("--harness", default="claude_code,codex,reference")
     ap.add_argument("--backends", default="local,bwrap,docker")
     ap.add_argument("-n", type=int, default=1, help="xdist workers per session (default: one at a time)")
+    ap.add_argument("--from", dest="source", type=Path, help="summarize this output folder instead of running cells")
+    ap.add_argument("--junit", type=Path, help="with --from: the session's junit file (cell times)")
     args = ap.parse_args()
+    if args.source is not None:
+        rows = read_cells(args.source, args.junit)
+        if not rows:
+            print(f"where the time went: no executed cell under {args.source / 'traces'}")
+            return 0
+        summarize(f"where the time went ({args.source})", 0.0, rows)
+        return 0
     backends = available_backends(args.backends.split(","))
     tasks = args.tasks.split(",")
     results: dict[str, dict[str, float]] = {}
