@@ -48,6 +48,9 @@ class RunContext:
     home: Path
     extra_env: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
+    #: During a turn that opens a new session carrying history (a ``new_session`` boundary with
+    #: ``history_replayed``, on a harness with ``history_replay``): the session it forks.
+    replay_from: str | None = None
     #: The cell's sandbox (default: local, no isolation). ``run_process`` wraps through the
     #: cell's confinement; adapters use ``sandbox.host_command`` for helpers that must run
     #: outside it (they read private files).

@@ -15,7 +15,9 @@ what is specific to its CLI::
         def normalize(self, paths, outcomes, run_id): ...
 
 One turn (:meth:`CliAdapter.run_turn`): the session decision (a new session on turn 1,
-after a ``new_session`` boundary or before any session id; else resume it, unless
+after a ``new_session`` boundary or before any session id — one that hands the history over
+(``history_replayed``) sets ``ctx.replay_from`` to the session it forks, for ``argv``, when the
+harness declares ``history_replay``; else resume it, unless
 :meth:`~CliAdapter.can_resume` says there is nothing to resume), the subclass's per-turn
 files (:meth:`~CliAdapter.prepare`), the process with stdout/stderr streamed to
 ``native/turn-<n>.stdout|.stderr`` (:func:`~harnesses.runner.run_process`), the redacted
@@ -155,7 +157,13 @@ class CliAdapter(HarnessAdapter):
     def run_turn(self, ctx: RunContext, turn: TurnContext) -> TurnOutcome:
         native = ctx.paths.native
         native.mkdir(parents=True, exist_ok=True)
+        ctx.replay_from = None
         if turn.starts_session(ctx.session_id):
+            b = turn.boundary
+            if (b is not None and b.kind == "new_session" and b.history_replayed and ctx.session_id
+                    and self.capabilities.history_replay):
+                # The new session is a fork of the one so far (``argv`` says how, per CLI).
+                ctx.replay_from = ctx.session_id
             ctx.session_id = self.new_session_id()
             resume = None
         else:

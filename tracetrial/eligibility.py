@@ -28,6 +28,7 @@ _LACKS = {
     "subagents": "cannot spawn sub-agents",
     "multi_turn": "cannot continue a conversation over several user turns",
     "new_session": "cannot start a new session on the same workspace",
+    "history_replay": "cannot open a new session carrying an earlier session's history (no headless fork)",
 }
 
 #: (component, property) whose target *is* a capability: its absence is measured, not unsupported.
@@ -53,6 +54,9 @@ def requirements(task: TaskPack) -> list[tuple[str, str]]:
         needs.append(("multi_turn", f"the task is a {spec.conversation}-turn conversation"))
     if any(t.session_boundary and t.session_boundary.kind == "new_session" for t in task.turns.turns):
         needs.append(("new_session", "the task's turns declare a new_session boundary"))
+    if any(t.session_boundary and t.session_boundary.kind == "new_session" and t.session_boundary.history_replayed
+           for t in task.turns.turns):
+        needs.append(("history_replay", "a new_session boundary hands the earlier session's history over"))
     return needs
 
 

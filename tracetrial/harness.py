@@ -33,6 +33,12 @@ class HarnessCapabilities(BaseModel):
     #: agent loop with a step limit is the norm; adapters of harnesses without one say so, and a
     #: task whose budget is its trigger (``budgets.model_calls_binding``) is then non-comparable.
     model_call_budget: bool = True
+    #: The harness can open a new session that carries an earlier session's history (Claude
+    #: Code's ``--resume <id> --fork-session``, the reference's ``--replay-from``): what a
+    #: ``new_session`` boundary with ``history_replayed: true`` asks for. True by default like
+    #: ``model_call_budget``; adapters of CLIs with no headless fork say so, and such a task is
+    #: then unsupported rather than scored on a session the apparatus could not hand over.
+    history_replay: bool = True
     #: The harness confines its own commands with kernel namespaces (Codex's bundled
     #: bubblewrap); the docker backend then lets the container create namespaces.
     nested_sandbox: bool = False

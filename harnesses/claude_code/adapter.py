@@ -151,6 +151,9 @@ class ClaudeCodeAdapter(CliAdapter):
         # A fresh session has the id the adapter chose (``--session-id``), so the turn's
         # transcript is known by name before Claude Code reports it.
         session_flags = ["--resume", resume] if resume else ["--session-id", str(ctx.session_id)]
+        if ctx.replay_from and not resume:
+            # A hand-over to a new session: a fork of the earlier one, under the id we chose.
+            session_flags = ["--resume", ctx.replay_from, "--fork-session", "--session-id", str(ctx.session_id)]
         # The prompt goes after ``--`` so a user text starting with "-" is never read as a flag.
         return [
             str(self.binary()),

@@ -120,6 +120,7 @@ class CodexAdapter(CliAdapter):
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
         mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True,
         model_call_budget=False,  # exec has no turn/request limit (only token budgets for goals)
+        history_replay=False,  # `codex fork` is interactive only; `exec resume` continues the same session
         nested_sandbox=True,
     )
     install_hint: ClassVar[str] = install_hint("codex")

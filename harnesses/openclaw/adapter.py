@@ -261,6 +261,7 @@ class OpenClawAdapter(CliAdapter):
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
         mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=False,
         model_call_budget=False,  # agent exec / --local take no request limit
+        history_replay=False,  # neither `agent` nor `sessions` can fork or copy a session
     )
     #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
     _gateway_ports: ClassVar[dict[str, int]] = {}

@@ -152,6 +152,20 @@ def test_claude_sessions_follow_the_declared_boundaries() -> None:
     assert env["ANTHROPIC_API_KEY"] == "[REDACTED]"  # the key never reaches the archive
 
 
+def test_claude_hands_the_history_over_as_a_fork_of_the_session(tmp_path: Path) -> None:
+    """A new session carrying history: ``--resume <earlier> --fork-session --session-id <new>``
+    (Claude Code accepts --session-id with --resume only together with --fork-session)."""
+    adapter = ClaudeCodeAdapter()
+    ctx = make_ctx(tmp_path, adapter, mode="native")
+    ctx.session_id, ctx.replay_from = "s-new", "s-old"
+    argv = adapter.argv(ctx, TurnContext(3, "take over", None, 30), None)
+    assert argv[argv.index("--resume") + 1] == "s-old" and "--fork-session" in argv
+    assert argv[argv.index("--session-id") + 1] == "s-new"
+    ctx.replay_from = None
+    plain = adapter.argv(ctx, TurnContext(3, "take over", None, 30), None)
+    assert "--resume" not in plain and "--fork-session" not in plain
+
+
 def test_codex_config_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-should-not-leak-000000")
     adapter = CodexAdapter()

@@ -78,3 +78,27 @@ def test_only_the_real_clis_without_a_budget_setting_lack_it() -> None:
     lacking = {name for name in ("claude_code", "codex", "openclaw", "deepseek", "reference")
                if not get_harness(name).capabilities.model_call_budget}
     assert lacking == {"codex", "openclaw", "deepseek"}
+
+
+def test_a_history_hand_over_needs_a_harness_that_can_fork_a_session(pack: TaskPack) -> None:
+    from tracetrial.task import SessionBoundary
+
+    turns = Turns(turns=[Turn(user="second", session_boundary=SessionBoundary(
+        kind="new_session", history_replayed=True, workspace_preserved=True))])
+    task = replace(_task(pack, conversation="fixed"), turns=turns)
+    status, reason = eligibility(task, FULL.model_copy(update={"history_replay": False}))
+    assert status == "unsupported"
+    assert reason is not None and "hands the earlier session's history over" in reason and "no headless fork" in reason
+    assert eligibility(task, FULL) == ("eligible", None)
+    # a new session without the hand-over needs no fork
+    plain = replace(task, turns=Turns(turns=[Turn(user="second", session_boundary=SessionBoundary(
+        kind="new_session", history_replayed=False, workspace_preserved=True))]))
+    assert eligibility(plain, FULL.model_copy(update={"history_replay": False})) == ("eligible", None)
+
+
+def test_only_claude_code_and_the_reference_fork_a_session() -> None:
+    from harnesses.registry import get_harness
+
+    forking = {name for name in ("claude_code", "codex", "openclaw", "deepseek", "reference")
+               if get_harness(name).capabilities.history_replay}
+    assert forking == {"claude_code", "reference"}
