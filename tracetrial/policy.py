@@ -319,6 +319,10 @@ class TurnView:
     tool_names: tuple[str, ...] = ()
     #: ``(name, description)`` of each declared tool, in :attr:`tool_names`' order and spelling.
     tool_descriptions: tuple[tuple[str, str], ...] = ()
+    #: ``(name, ((parameter, description), ...))`` of each declared tool: what its input schema's
+    #: top-level properties say (a harness may state a tool's semantics there only, e.g. Codex's
+    #: ``workdir``: "Defaults to the turn cwd").
+    tool_parameters: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
 
 class ViewLike(Protocol):
@@ -372,6 +376,12 @@ class Turn:
         """Each declared tool's description as the model was shown it, by its name as in
         :attr:`tool_names` (how an agent tells apart tools whose names the harness rewrote)."""
         return dict(getattr(self._view, "tool_descriptions", ()) or ())
+
+    @property
+    def tool_parameters(self) -> dict[str, dict[str, str]]:
+        """Each declared tool's parameter descriptions as the model was shown them (tool name as
+        in :attr:`tool_names` → parameter → description; ``""`` for a parameter without one)."""
+        return {name: dict(params) for name, params in getattr(self._view, "tool_parameters", ()) or ()}
 
     @property
     def is_subagent(self) -> bool:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from apparatus.probe.tools import ToolDecl, parse_tools
 from tracetrial.harness import WireFormat
 from tracetrial.harness_text import HARNESS_INJECTED
+from tracetrial.policy import TurnView
 
 ItemKind = Literal["user", "assistant", "system", "tool_call", "tool_result"]
 
@@ -73,6 +74,21 @@ class Conversation:
     @property
     def tool_descriptions(self) -> tuple[tuple[str, str], ...]:
         return tuple((t.display, t.description) for t in self.tools)
+
+    @property
+    def tool_parameters(self) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+        out = []
+        for t in self.tools:
+            props = t.schema.get("properties") if isinstance(t.schema, dict) else None
+            params = tuple((str(name), str(spec.get("description") or "")) for name, spec in (props or {}).items()
+                           if isinstance(spec, dict)) if isinstance(props, dict) else ()
+            out.append((t.display, params))
+        return tuple(out)
+
+    def view(self) -> TurnView:
+        """What the model was shown, as a policy reads it."""
+        return TurnView(self.history_text(), self.system_text, self.tool_names, self.tool_descriptions,
+                        self.tool_parameters)
 
     def history_text(self) -> str:
         """What the conversation showed the model, in order: user texts, tool results and

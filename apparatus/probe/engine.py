@@ -63,17 +63,18 @@ APPARATUS = "TraceTrial probe apparatus error"
 class StoredView:
     """A :class:`~tracetrial.policy.TurnView` kept compressed: one is stored per policy step for replay."""
 
-    __slots__ = ("_descriptions", "_history", "_system", "_tools")
+    __slots__ = ("_descriptions", "_history", "_parameters", "_system", "_tools")
 
     def __init__(self, view: TurnView):
         self._history = zlib.compress(view.history_text.encode("utf-8"), 1)
         self._system = zlib.compress(view.system_text.encode("utf-8"), 1)
         self._tools = view.tool_names
         self._descriptions = view.tool_descriptions
+        self._parameters = view.tool_parameters
 
     @classmethod
     def of(cls, conv: Conversation) -> StoredView:
-        return cls(TurnView(conv.history_text(), conv.system_text, conv.tool_names, conv.tool_descriptions))
+        return cls(conv.view())
 
     # decompressed on access only: replay walks every step, policies read few views
     @property
@@ -91,6 +92,10 @@ class StoredView:
     @property
     def tool_descriptions(self) -> tuple[tuple[str, str], ...]:
         return self._descriptions
+
+    @property
+    def tool_parameters(self) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+        return self._parameters
 
 
 @dataclass
@@ -259,8 +264,7 @@ class Run:
         index = state.current if state else 1
         user = state.turns[index].user_text if state and index in state.turns else conv.latest_user_text()
         turn = Turn(max(index, 1), user, options=self.options.extra,
-                    view=TurnView(conv.history_text(), conv.system_text, conv.tool_names,
-                                  conv.tool_descriptions))
+                    view=conv.view())
         try:
             text = hook(turn)
         except Exception as exc:

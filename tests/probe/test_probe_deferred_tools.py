@@ -202,3 +202,26 @@ def test_policies_see_each_declared_tools_description():
         turn = Turn(1, "bill it", view=seen)
         assert turn.tool_descriptions[TOOL] == declared[TOOL]
     assert Turn(1, "x").tool_descriptions == {}
+
+
+def test_policies_see_each_declared_tools_parameter_descriptions():
+    """A harness may state a tool's semantics in a parameter only (Codex's ``workdir``:
+    "Defaults to the turn cwd"): policies see each parameter's description, live and replayed."""
+    from apparatus.probe.engine import StoredView
+    from tracetrial.policy import Turn
+
+    tools = [{"name": "exec_command", "description": "Runs a command.",
+              "input_schema": {"type": "object", "properties": {
+                  "cmd": {"type": "string", "description": "The command to run."},
+                  "workdir": {"type": "string", "description": "Defaults to the turn cwd."},
+                  "tty": {"type": "boolean"}}}},
+             {"name": "noop", "description": "Nothing.", "input_schema": {"type": "object"}}]
+    conv = parse("anthropic", _body([{"role": "user", "content": "build"}], tools))
+    view = conv.view()
+    assert [name for name, _ in view.tool_parameters] == list(conv.tool_names)
+    for seen in (view, StoredView(view)):
+        turn = Turn(1, "build", view=seen)
+        assert turn.tool_parameters["exec_command"] == {"cmd": "The command to run.",
+                                                       "workdir": "Defaults to the turn cwd.", "tty": ""}
+        assert turn.tool_parameters["noop"] == {}
+    assert Turn(1, "x").tool_parameters == {}
