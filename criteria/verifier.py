@@ -176,6 +176,18 @@ def _context() -> Any:
     return _CONTEXT
 
 
+def warm_up() -> None:
+    """Start this process's verifier forkserver now (it preloads the verifier API: ~1 s, paid
+    by the first cell otherwise). Called in the background at session start; never raises."""
+    try:
+        _context()
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    except Exception:  # noqa: BLE001, S110 - the first verifier run starts it (and reports a failure)
+        pass
+
+
 def _kill_group(pid: int | None) -> None:
     """SIGKILL the verifier process's group (it leads one), and the process itself should it
     not have got as far as ``setsid``."""
@@ -209,7 +221,11 @@ def run_verifier(task: TaskPack, run: RunData, *, timeout_s: float | None = None
     proc = mp.Process(target=_child, args=(sender, str(path), make_context(task, run)), daemon=True,
                       name=f"tt-verifier-{task.id}")
     try:
-        proc.start()
+        try:
+            proc.start()
+        except Exception as exc:  # noqa: BLE001 - e.g. the forkserver could not be reached
+            sender.close()
+            return VerifierOutcome(ran=False, error=f"could not start the verifier process: {type(exc).__name__}: {exc}")
         sender.close()
         if not receiver.poll(bound):
             _kill_group(proc.pid)
@@ -222,10 +238,11 @@ def run_verifier(task: TaskPack, run: RunData, *, timeout_s: float | None = None
                                                    f"(exit code {proc.exitcode})")
     finally:
         receiver.close()
-        proc.join(5)
-        if proc.is_alive():  # it answered but does not end: stop it and its group
-            _kill_group(proc.pid)
+        if proc.pid is not None:  # it started (a start that failed was reported above)
             proc.join(5)
+            if proc.is_alive():  # it answered but does not end: stop it and its group
+                _kill_group(proc.pid)
+                proc.join(5)
 
 
 class VerifierParams(Params):

@@ -9,6 +9,7 @@ sub-checks) and :mod:`.progress` (progress lines, summary table, reports).
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
@@ -128,9 +129,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """After ``-k``/``-m`` selection (trylast), over the selected cells:
 
     * ``--tt-estimate``: price them at their budgets, then deselect them all;
-    * else, when one will run (not resumed from its archive), the proxy starts now, in the
-      background: the rest of the session's start and the first cell's preparation overlap
-      it, and a session running no cell pays nothing.
+    * else, when one will run (not resumed from its archive), the proxy and the verifier's
+      forkserver start now, in the background: the rest of the session's start and the first
+      cell's preparation overlap them, and a session running no cell pays nothing.
     """
     tt = session_of(config)
     settings = tt.settings
@@ -151,6 +152,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         paths = RunPaths.for_cell(repetition_root(settings.output, ref.repetition), ref.task_id, ref.model, ref.harness)
         if settings.rerun or not paths.combined_score.is_file():
             services_of(config).warm_up()
+            # and the verifier's forkserver (it preloads the verifier API), off the first cell too
+            from criteria.verifier import warm_up as warm_up_verifier
+
+            threading.Thread(target=warm_up_verifier, name="tt-verifier-warm-up", daemon=True).start()
             return
 
 

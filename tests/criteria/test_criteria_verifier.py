@@ -115,3 +115,31 @@ def test_a_missing_deliverable_fails_with_the_apis_reason(make_pack, make_run):
     h1, a1 = check(ctx, "verifier", id="H1"), check(ctx, "verifier", id="A1")
     assert h1.passed is False and h1.reason == "0 delivered result(s) of None"   # no matching call
     assert a1.passed is False and a1.reason.startswith("close.json missing or invalid: [Errno 2]")
+
+
+def test_a_verifier_process_that_cannot_start_is_an_error_not_an_exception(make_pack, make_run, monkeypatch) -> None:
+    """run_verifier never raises: a process that cannot be started (the forkserver unreachable)
+    is the outcome's error."""
+    import multiprocessing.process
+
+    from criteria import verifier as mod
+
+    def boom(self) -> None:
+        raise BrokenPipeError("forkserver gone")
+
+    ctx = _ctx(make_pack, make_run)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", boom)
+    outcome = mod.run_verifier(ctx.task, ctx.run, timeout_s=5)
+    assert outcome.ran is False and outcome.error is not None
+    assert "could not start the verifier process" in outcome.error and "forkserver gone" in outcome.error
+
+
+def test_warm_up_starts_the_forkserver_and_never_raises(monkeypatch) -> None:
+    from multiprocessing import forkserver
+
+    from criteria import verifier as mod
+
+    mod.warm_up()
+    assert forkserver._forkserver._forkserver_pid is not None  # type: ignore[attr-defined]
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: (_ for _ in ()).throw(OSError("no")))
+    mod.warm_up()  # a failure is left to the first verifier run
