@@ -1,6 +1,8 @@
 """The ideal agent for E4-release-bundle-001.
 
-It reads the shell tool's declaration as it was shown (``turn.tool_descriptions``) and plans its
+It reads the shell tool's declaration as it was shown — its description and its parameters'
+descriptions (``turn.tool_descriptions``, ``turn.tool_parameters``: Codex says where a call starts
+only in ``workdir``, "Defaults to the turn cwd"), the text the verifier reads — and plans its
 commands for what the declaration says about the working directory, with the same keyword table
 the verifier uses (:func:`declared`):
 
@@ -122,6 +124,14 @@ def ship_list(text):
     return out
 
 
+def declaration_text(turn, tool):
+    """The tool's description and its parameters' descriptions as the model was shown them."""
+    descriptions = getattr(turn, "tool_descriptions", None) or {}
+    parameters = (getattr(turn, "tool_parameters", None) or {}).get(tool) or {}
+    parts = [descriptions.get(tool, ""), *parameters.values()]
+    return "\n".join(p for p in parts if p)
+
+
 def pack_command(cwd_sem, pkg_dir, files):
     """The tar and sha256sum commands, written for the declared working-directory semantics."""
     names = " ".join(shlex.quote(f) for f in files)
@@ -138,8 +148,7 @@ def pack_command(cwd_sem, pkg_dir, files):
 
 def policy(turn):
     tool = shell_tool(turn)
-    descriptions = getattr(turn, "tool_descriptions", None) or {}
-    cwd_sem, _ = declared(descriptions.get(tool, "")) if tool else (None, None)
+    cwd_sem, _ = declared(declaration_text(turn, tool)) if tool else (None, None)
     staged = yield shell(STAGE, timeout_s=60)
     if staged.absent:
         yield final("No shell tool is declared, so the staging check cannot run; nothing packaged.")
