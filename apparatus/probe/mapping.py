@@ -361,8 +361,14 @@ def _file_plan(inv: Inventory, names: tuple[str, ...], sem: dict[str, Any], fall
 def _mcp_plan(inv: Inventory, action: CallTool, deferred: Sequence[str] = (),
               revealed: Sequence[ToolDecl] = ()) -> Plan:
     wanted = {_norm(f"mcp__{action.server}__{action.tool}"), _norm(f"{action.server}__{action.tool}")}
-    for tool in inv.tools:
-        if _norm(tool.display) in wanted:
+    exact = {f"mcp__{action.server}__{action.tool}", f"{action.server}__{action.tool}",
+             f"mcp__{action.server}/{action.tool}"}
+    # Names are compared without punctuation (harnesses rewrite it), but a declaration spelled
+    # exactly as asked wins over one that only normalises alike (dispatch.create next to
+    # dispatch_create: two tools, one normalised name).
+    matching = [t for t in inv.tools if _norm(t.display) in wanted]
+    matching.sort(key=lambda t: t.display not in exact)
+    for tool in matching:
             search = inv.first(DEFERRED_SEARCH_TOOLS) if tool.deferred else None
             if search is not None and not any(_norm(t.name) in wanted for t in revealed):
                 # declared with defer_loading but never loaded: the model has only its name

@@ -183,3 +183,20 @@ def test_shell_edit_fallback_replaces_once_and_refuses_ambiguity(tmp_path):
     res = subprocess.run(["bash", "-c", shell_edit("f.txt", "OLD", "z")], cwd=tmp_path, capture_output=True,
                          text=True, check=False)
     assert res.returncode != 0 and "expected exactly one occurrence" in res.stderr
+
+
+@pytest.mark.parametrize("tool", ["dispatch.create", "dispatch_create"])
+@pytest.mark.parametrize("order", ["dot first", "underscore first"])
+def test_an_exact_name_wins_over_one_that_only_normalises_alike(tool: str, order: str) -> None:
+    """Two MCP tools whose names differ only in punctuation (dispatch.create, dispatch_create):
+    the call goes to the one named, whichever is declared first (T2-carrier-dispatch-002)."""
+    decls = [{"name": f"mcp__dispatch__{n}", "description": n, "input_schema": {"type": "object", "properties": {}}}
+             for n in ("dispatch.create", "dispatch_create")]
+    if order == "underscore first":
+        decls.reverse()
+    plan = plan_action(call_tool("dispatch", tool, {}), Inventory(parse_tools("anthropic", decls)))
+    assert plan.calls[0].tool.name == f"mcp__dispatch__{tool}"
+    # a harness that rewrote the name (one declaration left): still found, normalised
+    only = [d for d in decls if d["name"].endswith("dispatch_create")]
+    plan = plan_action(call_tool("dispatch", "dispatch.create", {}), Inventory(parse_tools("anthropic", only)))
+    assert plan.calls[0].tool.name == "mcp__dispatch__dispatch_create"
