@@ -303,18 +303,23 @@ class DockerSandbox(Sandbox):
         try:
             import docker
 
-            client = docker.from_env(timeout=60)
+            # The cell's own client when it started a container (no second connection per cell).
+            client = self._client or docker.from_env(timeout=60)
             for c in listed(client, f"{CELL_LABEL}={self.cell}"):
                 try:
                     client.api.remove_container(c.id, force=True)
                 except docker.errors.DockerException:
                     pass
-            client.close()
+            if client is not self._client:
+                client.close()
         except Exception:  # noqa: BLE001, S110 - cleanup is best effort; a leftover is swept next time
             pass
 
     def cleanup(self) -> None:
         self.reap()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None

@@ -92,11 +92,7 @@ def main(spec_path: str) -> int:
     except OSError as exc:
         print(f"tracetrial docker sandbox: could not run docker exec: {exc}", file=sys.stderr)
         return 125
-    while True:
-        try:
-            return proc.wait()
-        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for old runtimes
-            continue
+    return proc.wait()
 
 
 def run(spec_path: str) -> None:
