@@ -29,6 +29,7 @@ _LACKS = {
     "multi_turn": "cannot continue a conversation over several user turns",
     "new_session": "cannot start a new session on the same workspace",
     "history_replay": "cannot open a new session carrying an earlier session's history (no headless fork)",
+    "background_jobs": "cannot run a command in the background and report how it ended",
 }
 
 #: (component, property) whose target *is* a capability: its absence is measured, not unsupported.
@@ -50,6 +51,8 @@ def requirements(task: TaskPack) -> list[tuple[str, str]]:
         needs.append(("ask_user", "the task needs the ask_user channel"))
     if "subagent" in spec.tools:
         needs.append(("subagents", "the task delegates to sub-agents"))
+    if "background" in spec.tools:
+        needs.append(("background_jobs", "the task runs a command as a background job"))
     if spec.conversation != "single" or task.turns.turns:
         needs.append(("multi_turn", f"the task is a {spec.conversation}-turn conversation"))
     if any(t.session_boundary and t.session_boundary.kind == "new_session" for t in task.turns.turns):

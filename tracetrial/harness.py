@@ -39,6 +39,11 @@ class HarnessCapabilities(BaseModel):
     #: ``model_call_budget``; adapters of CLIs with no headless fork say so, and such a task is
     #: then unsupported rather than scored on a session the apparatus could not hand over.
     history_replay: bool = True
+    #: The harness can run a shell command in the background and later report its completion, exit
+    #: status and output (Claude Code's ``run_in_background``, Codex's exec sessions, OpenClaw's
+    #: process tool, the reference's ``job_status``): what ``tools: [background]`` asks for. True by
+    #: default like ``history_replay``; an adapter of a harness without it says so.
+    background_jobs: bool = True
     #: The harness confines its own commands with kernel namespaces (Codex's bundled
     #: bubblewrap); the docker backend then lets the container create namespaces.
     nested_sandbox: bool = False

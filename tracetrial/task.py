@@ -53,6 +53,11 @@ class Budgets(StrictModel):
         "The model-call budget is below what the work needs, so the harness must apply it: it is "
         "the task's trigger, not a cap. A harness that cannot be given a budget is non-comparable "
         "on such a task (the benchmark enforcing it instead would change what is measured)."))
+    context_tokens: int | None = Field(default=None, ge=1000, le=2_000_000, description=(
+        "The model's context window (tokens) the harness is told to assume. Set by tasks whose "
+        "trigger is context pressure (compaction): with the probe reporting a large prompt size, "
+        "each adapter hands this window to its harness's own setting (the reference's "
+        "--context-window). Unset: the harness's own default for the model."))
 
 
 class SimulatorSpec(StrictModel):
@@ -95,7 +100,10 @@ class PermissionSpec(StrictModel):
         return [p.strip() for p in value]
 
 
-ToolNeed = Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user"]
+#: The tool kinds a task needs. ``background``: start a shell command in the background and later
+#: learn its completion, exit status and output (Claude Code's ``run_in_background`` + task output,
+#: Codex's exec sessions, OpenClaw's exec background + process; the reference's ``job_status``).
+ToolNeed = Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user", "background"]
 
 
 def _default_tools() -> list[ToolNeed]:

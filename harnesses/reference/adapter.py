@@ -132,6 +132,10 @@ class ReferenceAdapter(HarnessAdapter):
         # recognise credentials by itself (env credentials, key shapes, credential assignments).
         if "ask_user" in spec.tools:
             argv += ["--ask-user-command", _ask_command(ctx)]
+        if "background" in spec.tools:
+            argv.append("--background-jobs")
+        if spec.budgets.context_tokens is not None:
+            argv += ["--context-window", str(spec.budgets.context_tokens)]
         if self.variant:
             argv += ["--mutant", self.variant]
         env = clean_env({"OPENAI_API_KEY": ctx.gateway_key, "PYTHONDONTWRITEBYTECODE": "1", **ctx.extra_env},

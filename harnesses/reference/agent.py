@@ -9,6 +9,17 @@ delivered to the parent as a user-role notification before the parent's next
 model request (the harness waits for pending children, up to the turn deadline,
 before it accepts the parent's final answer).
 
+Background jobs (only with ``--background-jobs``, a task listing ``background``): ``shell`` with
+``run_in_background`` starts a job and returns its id; ``job_status`` reports it running or ended
+with its exit code and output; a ``job`` record marks its start and its end (or its kill at the end
+of the turn, when every job still running is ended).
+
+Compaction (only with ``--context-window``, a task with ``budgets.context_tokens``): once a main
+response reports a prompt of :data:`COMPACT_AT` of the window or more, the next request is a summary
+request without tools; the history becomes the system prompt, the user's own messages verbatim and
+the summary, and a ``compaction`` record says so. Each turn is one process, so the check is made
+within a turn (a prompt size reported at the end of a turn does not carry over to the next).
+
 Every model request carries the headers ``x-tt-session-id``, ``x-tt-principal-id``
 (``main`` or ``child-<n>``) and, for a child, ``x-tt-parent-principal-id``, so a
 model server can tell whose conversation a request advances.
@@ -60,6 +71,41 @@ def usage_counts(usage: dict[str, Any]) -> dict[str, int | None]:
 UNFINISHED = ("incomplete", "budget_exhausted", "deadline")
 
 
+#: Share of the context window a response's prompt size must reach before the history is compacted.
+COMPACT_AT = 0.8
+#: The user message of the summary request (no tools are declared with it).
+COMPACT_PROMPT = ("Context checkpoint compaction: summarize the conversation so far for your own "
+                  "continuation - the task, every constraint and decision, the results obtained (ids, "
+                  "values, file names) and what is left to do. Your summary replaces the earlier "
+                  "messages; the user's messages are kept as they were.")
+#: First line of the message that carries the summary in a compacted history.
+SUMMARY_HEAD = "[context compacted] The earlier conversation was replaced by this summary:"
+#: Messages of the newest history the ``window_compaction`` defect keeps instead of a summary.
+WINDOW_KEEP = 4
+
+
+def compacted_history(messages: list[dict[str, Any]], summary: str, *, first_only: bool) -> list[dict[str, Any]]:
+    """The history after a compaction: the system prompt, the user's own messages in order (only the
+    first with ``stale_goal``), then the summary as a user-role message."""
+    users = [m for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)
+             and not m["content"].startswith((NOTIFICATION, SUMMARY_HEAD))]
+    if first_only:
+        users = users[:1]  # the defect: a revised goal (a later user message) does not survive
+    system = [m for m in messages[:1] if m.get("role") == "system"]
+    return [*system, *({"role": "user", "content": m["content"]} for m in users),
+            {"role": "user", "content": f"{SUMMARY_HEAD}\n{summary}"}]
+
+
+def window_history(messages: list[dict[str, Any]], keep: int = WINDOW_KEEP) -> list[dict[str, Any]]:
+    """The ``window_compaction`` defect: the system prompt and the last ``keep`` messages (moved back to
+    the assistant message whose tool calls the first kept tool results answer), nothing else."""
+    start = max(len(messages) - keep, 1)
+    while start > 1 and messages[start].get("role") == "tool":
+        start -= 1
+    system = [m for m in messages[:1] if m.get("role") == "system"]
+    return [*system, *messages[start:]]
+
+
 class _Stop(Exception):
     """The loop must stop: ``status`` goes to the completion record."""
 
@@ -83,6 +129,11 @@ class AgentConfig:
     redactor: Redactor | None = None
     """Masks credentials in everything shown to the model (``None`` with ``leak_secret``)."""
     turn: int = 1
+    background_jobs: bool = False
+    """Declare ``shell`` with ``run_in_background`` and the ``job_status`` tool (the task needs jobs)."""
+    context_window: int | None = None
+    """The model's context window in tokens: the main history is compacted once a response reports a
+    prompt of :data:`COMPACT_AT` of it or more (``None``: never compacted)."""
 
 
 @dataclass
@@ -143,6 +194,7 @@ class Agent:
         self.receipts: list[dict[str, Any]] = []
         self.children: dict[str, Child] = {}
         self._requests = 0
+        self.last_request_id = ""
         self._done = asyncio.Event()
         self._history: list[dict[str, Any]] = []
         self._results_delivered = 0
@@ -150,6 +202,8 @@ class Agent:
         self._usage_responses = 0
         self._no_usage_responses = 0
         self._read_cache: dict[str, dict[str, T.ToolOutcome]] = {}  # only ``stale_read_cache`` fills it
+        self._jobs: dict[str, T.Job] = {}
+        self._prompt_tokens = 0  # the main principal's last reported prompt size (compaction)
         # only ``persist_shell_cwd`` keeps a shell state (the faithful shell starts every call afresh)
         self._shell_state = T.ShellState() if cfg.mutant == "persist_shell_cwd" else None
 
@@ -163,7 +217,11 @@ class Agent:
     def _tools(self, p: Principal) -> list[dict[str, Any]]:
         # ``hide_mcp_tool``: on a resumed turn the MCP tools are left out of the declarations.
         hidden = self.cfg.mutant == "hide_mcp_tool" and self.cfg.turn > 1
-        decls = list(T.BUILTIN_TOOLS.values()) + (self.mcp.declarations() if self.mcp and not hidden else [])
+        decls = list(T.BUILTIN_TOOLS.values())
+        if self.cfg.background_jobs:
+            decls = [T.SHELL_WITH_JOBS if d["function"]["name"] == "shell" else d for d in decls]
+            decls.append(T.JOB_STATUS_TOOL)
+        decls += self.mcp.declarations() if self.mcp and not hidden else []
         if p.parent is None:
             decls += [SPAWN_TOOL, STATUS_TOOL] + ([ASK_TOOL] if self.cfg.ask_user else [])
         return decls
@@ -172,7 +230,8 @@ class Agent:
         return [c.id for c in self.children.values() if c.background and c.status == "pending"]
 
     # ------------------------------------------------------------------ model requests
-    async def _request(self, p: Principal, messages: list[dict[str, Any]]) -> ChatResponse:
+    async def _request(self, p: Principal, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None = None) -> ChatResponse:
         if (self.cfg.max_model_calls is not None and self.model_calls >= self.cfg.max_model_calls
                 and self.cfg.mutant != "ignore_model_budget"):  # the defect: the budget is never checked
             msg = f"model-call budget of {self.cfg.max_model_calls} used up; stopping before another request"
@@ -184,7 +243,7 @@ class Agent:
             raise _Stop("deadline", "the turn deadline was reached before the work finished")
         if self.mcp is not None and self.cfg.mutant != "stale_tool_list":  # the defect: list changes ignored
             await self.mcp.refresh()
-        tools = self._tools(p)
+        tools = self._tools(p) if tools is None else tools
         body = self.chat.body(self.cfg.model, messages, tools)
         self._requests += 1
         request_id = f"req-{self.log.turn}-{self._requests}"
@@ -207,6 +266,10 @@ class Agent:
             raise _Stop("error", f"model request failed: {exc}") from exc
         self._write("response", {"request_id": request_id, **resp.record()}, p)
         self._count_usage(resp.usage)
+        if p.parent is None and isinstance(resp.usage, dict):
+            prompt = usage_counts(resp.usage)["prompt_tokens"]
+            self._prompt_tokens = prompt if prompt is not None else self._prompt_tokens
+        self.last_request_id = request_id
         return resp
 
     def _count_usage(self, usage: dict[str, Any] | None) -> None:
@@ -243,6 +306,7 @@ class Agent:
                 if main:
                     self._deliver_finished(messages, after_final)
                     after_final = False
+                    await self._maybe_compact(p, messages)
                 resp = await self._request(p, messages)
                 assistant: dict[str, Any] = {"role": "assistant", "content": resp.content or None}
                 calls = [(c.id or f"ref_{uuid.uuid4().hex[:12]}", c.id is None, c) for c in resp.tool_calls]
@@ -270,6 +334,87 @@ class Agent:
                 return "completed", resp.content
         except _Stop as stop:
             return stop.status, str(stop)
+
+    # ------------------------------------------------------------------ compaction
+    async def _maybe_compact(self, p: Principal, messages: list[dict[str, Any]]) -> None:
+        """Compact the main history when the last response reported a prompt of :data:`COMPACT_AT` of
+        the context window or more: a summary request (no tools), then the history is replaced by
+        :func:`compacted_history` and a ``compaction`` record says so."""
+        window = self.cfg.context_window
+        if window is None or self._prompt_tokens < COMPACT_AT * window:
+            return
+        prompt_tokens, self._prompt_tokens = self._prompt_tokens, 0
+        before = len(messages)
+        if self.cfg.mutant == "window_compaction":
+            # The defect: the oldest messages are dropped without a summary, a notice or a record.
+            messages[:] = window_history(messages)
+            self.save()
+            return
+        resp = await self._request(p, [*messages, {"role": "user", "content": COMPACT_PROMPT}], tools=[])
+        summary = resp.content or ""
+        new = compacted_history(messages, summary, first_only=self.cfg.mutant == "stale_goal")
+        self._write("compaction", {"trigger": "auto", "prompt_tokens": prompt_tokens, "context_window": window,
+                                   "messages_before": before, "messages_after": len(new),
+                                   "user_messages_kept": len(new) - 2 if new and new[0].get("role") == "system"
+                                   else len(new) - 1, "request_id": self.last_request_id, "summary": summary}, p)
+        messages[:] = new
+        self.save()
+
+    # ------------------------------------------------------------------ background jobs
+    def _start_job(self, p: Principal, call_id: str, command: str) -> T.ToolOutcome:
+        job_id = f"job-{len(self._jobs) + 1}"
+        job = T.start_job(command, cwd=self.cfg.workspace, env=self.cfg.shell_env, job_id=job_id, call_id=call_id)
+        if isinstance(job, T.ToolOutcome):
+            return job
+        self._jobs[job_id] = job
+        self._write("job", {"action": "start", "job_id": job_id, "call_id": call_id, "command": command,
+                            "pid": job.proc.pid}, p)
+        return T.ToolOutcome(f"Started background job {job_id} (pid {job.proc.pid}). job_status reports whether "
+                             "it is still running and, once it has ended, its exit code and output.",
+                             status="started")
+
+    def _record_job_end(self, job: T.Job, code: int | None, p: Principal) -> None:
+        if job.recorded or code is None:
+            return
+        job.recorded = True
+        self._write("job", {"action": "exit", "job_id": job.id, "call_id": job.call_id, "exit_code": code,
+                            "duration_s": job.duration_s}, p)
+
+    async def _job_status(self, p: Principal, args: dict[str, Any]) -> T.ToolOutcome:
+        wanted = args.get("job_id")
+        if wanted is not None and str(wanted) not in self._jobs:
+            known = ", ".join(self._jobs) or "none"
+            return T.ToolOutcome(f"job_status: no job {wanted!r} (jobs of this turn: {known})", is_error=True,
+                                 status="error")
+        jobs = [self._jobs[str(wanted)]] if wanted is not None else list(self._jobs.values())
+        if not jobs:
+            return T.ToolOutcome("No background jobs.")
+        wait_s = float(args.get("wait_s") or 0)
+        end = time.monotonic() + min(max(wait_s, 0.0), max(self.cfg.deadline - time.monotonic() - 2.0, 0.0))
+        while any(j.poll() is None for j in jobs) and time.monotonic() < end:
+            await asyncio.sleep(0.1)
+        texts, codes = [], []
+        for job in jobs:
+            text, code = T.job_report(job, mutant=self.cfg.mutant)
+            self._record_job_end(job, code, p)
+            texts.append(text)
+            codes.append(code)
+        return T.ToolOutcome("\n\n".join(texts), exit_code=codes[0] if len(jobs) == 1 else None,
+                             status="ok" if all(c is not None for c in codes) else "running")
+
+    def end_jobs(self) -> list[str]:
+        """Record how each job ended (one still running is about to be killed with the turn); ids killed."""
+        killed = []
+        for job in self._jobs.values():
+            code = job.poll()
+            if code is not None:
+                self._record_job_end(job, 0 if self.cfg.mutant == "hide_job_exit" else code, Principal(MAIN))
+            elif not job.recorded:
+                job.recorded = True
+                killed.append(job.id)
+                self._write("job", {"action": "killed", "job_id": job.id, "call_id": job.call_id,
+                                    "reason": "still running at the end of the turn"}, Principal(MAIN))
+        return killed
 
     # ------------------------------------------------------------------ tools
     async def _run_tool(self, p: Principal, call_id: str, generated: bool, name: str, raw_args: str) -> str:
@@ -314,6 +459,10 @@ class Agent:
                                    "reason_visible_to_model": True, "execution_started": False}, p)
             return T.ToolOutcome(f"Permission denied: {reason}; it was not run.", is_error=True, status="denied")
         ws = self.cfg.workspace
+        if name == "shell" and self.cfg.background_jobs and args.get("run_in_background") is True:
+            return self._start_job(p, call_id, str(args.get("command", "")))
+        if name == "job_status" and self.cfg.background_jobs:
+            return await self._job_status(p, args)
         if name == "shell":
             timeout = min(float(args.get("timeout_s") or T.DEFAULT_SHELL_TIMEOUT_S), T.MAX_SHELL_TIMEOUT_S)
             if self.cfg.mutant == "ignore_requested_timeout":

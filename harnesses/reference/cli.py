@@ -11,6 +11,9 @@
 
     ... --resume s-1 --turn 2 --prompt "Now publish it"
 
+A new session's system prompt ends with the project memory (``AGENTS.md`` of the workspace, read
+at that moment; absent file, no memory); a resumed session keeps the prompt it started with.
+
 The API key is read from ``$OPENAI_API_KEY`` (``--api-key-env``). stdout gets one
 JSON line (``{"type": "result", "session_id", "status", "final_text", …}``);
 diagnostics go to stderr. Exit status: 0 when the turn completed, 1 when it
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -85,6 +89,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--secrets-file", type=Path, help="JSON list of values to mask (besides env credentials)")
     p.add_argument("--max-model-calls", type=int, help="model requests allowed in this invocation")
     p.add_argument("--max-steps", type=int, default=60, help="tool rounds per principal")
+    p.add_argument("--background-jobs", action="store_true",
+                   help="declare shell run_in_background and the job_status tool")
+    p.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the model's context window: compact the history when a response reports a prompt of "
+                        "80%% of it or more (default: never compact)")
     p.add_argument("--mutant", help=f"seeded defect: {', '.join(sorted(MUTANTS))}")
     return p
 
@@ -139,6 +148,40 @@ def before_last_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages[:starts[-1]] if starts else messages
 
 
+#: Project memory: the workspace file loaded into the system prompt when a session starts.
+MEMORY_FILE = "AGENTS.md"
+#: Bytes of the memory file loaded (the rest is left out with a notice).
+MEMORY_LIMIT = 32 * 1024
+
+
+def project_memory(workspace: Path, cache_dir: Path, mutant: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The project memory a new session starts with, and its native record's data (``None``: no file).
+
+    Faithful: ``AGENTS.md`` is read afresh at every session start, so a note saved in an earlier
+    session reaches the next one. The ``stale_memory`` defect reads it once per run and keeps a copy
+    in the harness's home; later sessions get that copy, so notes saved since are missing."""
+    path = workspace / MEMORY_FILE
+    cache = cache_dir / (hashlib.sha256(str(workspace).encode()).hexdigest()[:16] + ".md")
+    source = "file"
+    if mutant == "stale_memory" and cache.is_file():
+        data, source = cache.read_bytes(), "cache"
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if mutant == "stale_memory":
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_bytes(data)
+    shown = data[:MEMORY_LIMIT].decode("utf-8", errors="replace")
+    if len(data) > MEMORY_LIMIT:
+        shown += f"\n[memory truncated: {len(data) - MEMORY_LIMIT} more bytes in {MEMORY_FILE}]"
+    text = (f"\n\nProject memory ({MEMORY_FILE} in the workspace, loaded when this session started; edit "
+            f"that file to keep notes for later sessions):\n{shown}")
+    return text, {"path": MEMORY_FILE, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                  "source": source, "truncated": len(data) > MEMORY_LIMIT}
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     """The runner's wall clock: commands run in their own process groups, so end them first."""
     T.end_background_processes()
@@ -163,19 +206,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     redactor = None if leak else Redactor({v for v in (*creds.values(), *secrets, api_key) if v and len(v) >= 4})
     workspace = args.workspace.resolve()
     store = SessionStore(args.session_dir)
+    memory: tuple[str, dict[str, Any]] | None = None
     try:
         if args.resume:
             record = store.load(args.resume)
             action = "resume"
         else:
             now = utc_stamp()
+            memory = project_memory(workspace, Path.home() / ".tt-reference" / "memory-cache", mutant)
+            system = {"role": "system", "content": system_prompt(workspace, creds, leak) + (memory[0] if memory else "")}
             record = SessionRecord(session_id=args.session_id or f"s-{uuid.uuid4().hex[:12]}", created_at=now,
-                                   updated_at=now, harness_version=__version__,
-                                   messages=[{"role": "system", "content": system_prompt(workspace, creds, leak)}])
+                                   updated_at=now, harness_version=__version__, messages=[system])
             if args.replay_from:
                 record.messages = store.load(args.replay_from).messages
                 if mutant == "stale_handoff":
                     record.messages = before_last_turn(record.messages)
+                # a new session starts with its own system prompt (memory as it is now); the
+                # replayed history follows it
+                if record.messages and record.messages[0].get("role") == "system":
+                    record.messages[0] = system
             action = "new"
     except (FileNotFoundError, ValueError) as exc:
         print(f"tt-reference: {exc}", file=sys.stderr)
@@ -189,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.write("session", {"action": action, "session_id": record.session_id,
                           "history_replayed": bool(args.resume or args.replay_from), "replayed_from": args.replay_from,
                           "messages_restored": restored, "mutant": mutant, "harness_version": __version__})
+    if memory is not None:
+        log.write("memory", memory[1])
     for call_id in dangling:
         log.write("tool_result", {"call_id": call_id, "name": None, "content": INTERRUPTED, "is_error": True,
                                   "status": "interrupted", "exit_code": None, "duration_s": None, "truncated": None,
@@ -202,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shell_env={k: v for k, v in env.items() if k != args.api_key_env},
         deny=[T.DenyRule.parse(r) for r in args.deny], mutant=mutant, max_model_calls=args.max_model_calls,
         max_steps=args.max_steps, ask_user=AskUserChannel.from_args(args.ask_user_command, args.ask_user_answers),
-        redactor=redactor, turn=args.turn)
+        redactor=redactor, turn=args.turn, background_jobs=args.background_jobs,
+        context_window=args.context_window)
     servers = load_config(args.mcp_config.read_text(encoding="utf-8")) if args.mcp_config else []
     result = asyncio.run(_run(cfg, log, record, store, api_key, args.base_url, servers, args.mcp_timeout_s))
     print(json.dumps({"type": "result", **result}, ensure_ascii=False))
@@ -223,6 +275,7 @@ async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: S
                 log.write("error", {"kind": "harness_error", "message": err})
         status, final = await agent.loop(Principal(MAIN), record.messages)
         pending = await agent.abandon_pending()
+        agent.end_jobs()  # how each background job ended, before the completion record
         if pending and status == "completed":
             status = "incomplete"
         if cfg.mutant == "hide_unfinished" and status in UNFINISHED:
@@ -237,6 +290,7 @@ async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: S
         if mcp is not None:
             await mcp.aclose()
         await chat.aclose()
+        agent.end_jobs()  # (no-op when done above) a crash must not leave a job unrecorded
         T.end_background_processes()
         record.next_child = agent.next_child
         store.save(record, cfg.redactor)

@@ -85,6 +85,18 @@ defect                        component       property it breaks                
 ``stale_status``              Observability   diagnostic state                  ``subagent_status`` reports each child's state as it was
                                                                                 when the call arrived: one that finished during
                                                                                 ``wait_s`` is reported ``pending``
+``stale_memory``              Context         persistent memory behaviour       the project memory (``AGENTS.md``) is read once per run
+                                                                                and kept in the harness's home: a later session gets
+                                                                                that copy, not the file as it is now
+``hide_job_exit``             Execution       background-process supervision    a background job that ended is reported (to the model
+                                                                                and in the ``job`` record) with exit code 0 whatever
+                                                                                its real exit status
+``window_compaction``         Context         rolling compaction fidelity       compaction drops the oldest messages (keeps the system
+                                                                                prompt and the last 4) with no summary, no notice and
+                                                                                no ``compaction`` record
+``stale_goal``                Lifecycle       goal revision                     compaction carries only the session's first user
+                                                                                message over: later user messages (a revised goal)
+                                                                                are gone from the compacted history
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -98,8 +110,11 @@ from tracetrial.task import TaskPack
 
 #: What a pack must contain for a defect's code path to be reachable at all: MCP tools (a
 #: simulator), a sub-agent, the ask-user tool, a deny rule, a second (resumed) turn, a new session
-#: seeded with the previous history (a ``new_session`` boundary with ``history_replayed``).
-Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume", "replay"]
+#: seeded with the previous history (a ``new_session`` boundary with ``history_replayed``), a new
+#: session at all, project memory (``workspace/AGENTS.md``), background jobs (``tools: background``),
+#: a declared context window (``budgets.context_tokens``: the reference compacts).
+Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume", "replay", "new_session", "memory", "background",
+                  "compaction"]
 
 _FEATURE_WHY: dict[str, str] = {
     "mcp": "no MCP tools (the pack declares no simulator)",
@@ -108,6 +123,10 @@ _FEATURE_WHY: dict[str, str] = {
     "deny": "no deny rule (permissions.deny is empty)",
     "resume": "a single turn (no resumed session)",
     "replay": "no new session seeded with the previous history (no new_session boundary with history_replayed)",
+    "new_session": "no new session (no new_session boundary)",
+    "memory": "no project memory (no workspace/AGENTS.md)",
+    "background": "no background jobs (the pack's tools do not list 'background')",
+    "compaction": "no context window (budgets.context_tokens is unset, so the reference never compacts)",
 }
 
 
@@ -201,6 +220,18 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("stale_status", "Observability", "diagnostic_state",
                "subagent_status reports the state before its wait: a child that finished meanwhile is pending",
                needs=("subagent",)),
+        Mutant("stale_memory", "Context", "persistent_memory_behaviour",
+               "project memory read once per run; a later session gets the first copy, not the file",
+               needs=("memory", "new_session")),
+        Mutant("hide_job_exit", "Execution", "background_process_supervision",
+               "an ended background job reported with exit code 0 whatever its exit status",
+               needs=("background",)),
+        Mutant("window_compaction", "Context", "rolling_compaction_fidelity",
+               "compaction keeps only the last messages: no summary, no notice, no record",
+               needs=("compaction",)),
+        Mutant("stale_goal", "Lifecycle", "goal_revision",
+               "compaction carries only the first user message over; a revised goal is lost",
+               needs=("compaction", "resume")),
     )
 }
 
@@ -241,6 +272,14 @@ def pack_features(pack: TaskPack) -> frozenset[Feature]:
     if any(t.session_boundary is not None and t.session_boundary.kind == "new_session"
            and t.session_boundary.history_replayed for t in pack.turns.turns):
         out.add("replay")
+    if any(t.session_boundary is not None and t.session_boundary.kind == "new_session" for t in pack.turns.turns):
+        out.add("new_session")
+    if (pack.root / "workspace" / "AGENTS.md").is_file():
+        out.add("memory")
+    if "background" in spec.tools:
+        out.add("background")
+    if spec.budgets.context_tokens is not None:
+        out.add("compaction")
     return frozenset(out)
 
 

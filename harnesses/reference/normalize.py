@@ -50,6 +50,7 @@ from harnesses.reference.records import NativeRecord
 from tracetrial.archive import RunPaths
 from tracetrial.trace import (
     AssistantMessageEvent,
+    ContextCompactionEvent,
     EventBase,
     ModelInputEvent,
     NativeDiagnosticEvent,
@@ -235,6 +236,21 @@ class _Builder:
     def _session(self, rec: NativeRecord, raw: dict[str, Any]) -> None:
         self.events.append(NativeEvent(**self.envelope(rec, raw), native_event_type="session",
                                        status=rec.data.get("action")))
+
+    def _memory(self, rec: NativeRecord, raw: dict[str, Any]) -> None:
+        self.events.append(NativeEvent(**self.envelope(rec, raw), native_event_type="memory",
+                                       status=rec.data.get("source")))
+
+    def _job(self, rec: NativeRecord, raw: dict[str, Any]) -> None:
+        self.events.append(NativeEvent(**self.envelope(rec, raw), native_event_type="job",
+                                       status=rec.data.get("action")))
+
+    def _compaction(self, rec: NativeRecord, raw: dict[str, Any]) -> None:
+        summary = rec.data.get("summary")
+        self.events.append(ContextCompactionEvent(
+            **self.envelope(rec, raw), native_event_type="compaction", trigger=rec.data.get("trigger"),
+            summary=summary if isinstance(summary, str) else None, summary_present=isinstance(summary, str),
+            notice_visible_to_model=True))
 
     def _ask_user(self, rec: NativeRecord, raw: dict[str, Any]) -> None:
         status = "failed" if rec.data.get("answer") is None else "answered"

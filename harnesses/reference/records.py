@@ -51,10 +51,16 @@ RECORD_TYPES: dict[str, str] = {
                   "completion_tokens, total_tokens, cached_tokens, reasoning_tokens, responses_with_usage, "
                   "responses_without_usage}: summed over every answered request of the turn, every principal), "
                   "failed_tool_call_ids, evidence_call_ids, receipts[{call_id,tool,key,value}], pending_child_ids",
+    "memory": "path (AGENTS.md), bytes, sha256, source (file|cache), truncated: the project memory a new "
+              "session's system prompt was given",
+    "job": "action (start|exit|killed), job_id, call_id, command?, pid?, exit_code?, duration_s?: a background "
+           "job of the shell tool",
+    "compaction": "trigger (auto), prompt_tokens, context_window, messages_before, messages_after, "
+                  "user_messages_kept, request_id, summary: the history was replaced by a summary",
 }
 
 RecordType = Literal["session", "request", "response", "error", "tool_call", "tool_result", "policy",
-                     "ask_user", "subagent", "completion"]
+                     "ask_user", "subagent", "completion", "memory", "job", "compaction"]
 
 
 def utc_stamp(when: datetime | None = None) -> str:

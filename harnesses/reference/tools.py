@@ -98,6 +98,33 @@ BUILTIN_TOOLS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The shell declaration when the task needs background jobs (``--background-jobs``): the same
+#: tool with ``run_in_background``, plus :data:`JOB_STATUS_TOOL`. Without background jobs the
+#: declarations above are sent unchanged.
+SHELL_WITH_JOBS = _fn(
+    "shell",
+    "Run a command with bash in the workspace. Each call is a fresh process: cd and export do not "
+    "persist; background processes it starts run until the end of the turn. The result starts with "
+    "'Exit code N'; stderr follows a '[stderr]' line. Output over "
+    f"{OUTPUT_LIMIT} bytes per stream is truncated and saved to a file named in the notice. "
+    "run_in_background=true starts the command as a background job and returns its job id at once; "
+    "job_status reports whether it is still running and, once it has ended, its exit code and output "
+    "(a job still running at the end of the turn is killed).",
+    {"command": {"type": "string", "description": "The bash command line."},
+     "timeout_s": {"type": "number", "description": f"Kill the command after this many seconds "
+                   f"(default {DEFAULT_SHELL_TIMEOUT_S:g}, max {MAX_SHELL_TIMEOUT_S:g}; not for background jobs)."},
+     "run_in_background": {"type": "boolean", "description": "Start as a background job (default false)."}},
+    ["command"])
+JOB_STATUS_TOOL = _fn(
+    "job_status",
+    "State of background jobs started with shell run_in_background: running, or ended with its exit code "
+    "and its output (stdout, then stderr after a '[stderr]' line). wait_s waits up to that many seconds "
+    "for the job(s) to end.",
+    {"job_id": {"type": "string", "description": "One job (default: every job of this turn)."},
+     "wait_s": {"type": "number", "description": "Seconds to wait for the job(s) to end (default 0)."}},
+    [])
+
+
 # ----------------------------------------------------------------------------- deny rules
 
 _SEGMENT_RE = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
@@ -334,6 +361,69 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
         head += f" (killed by signal {signal.Signals(-rc).name})"
     return ToolOutcome(f"{head}\n{body}", is_error=code != 0, status="ok" if code == 0 else "error",
                        exit_code=code, duration_s=duration, **trunc)
+
+
+# ----------------------------------------------------------------------------- background jobs
+
+
+@dataclass
+class Job:
+    """A background job of the shell tool: its process group runs until it ends or the turn ends."""
+
+    id: str
+    call_id: str
+    command: str
+    proc: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+    started: float
+    duration_s: float | None = None
+    recorded: bool = False
+    """Its end (or kill) has been written to the native log."""
+
+    def poll(self) -> int | None:
+        """The exit code (shell convention: 128+N for a signal) once the job has ended, else ``None``."""
+        rc = self.proc.poll()
+        if rc is None:
+            return None
+        if self.duration_s is None:
+            self.duration_s = round(time.monotonic() - self.started, 3)
+        return 128 - rc if rc < 0 else rc
+
+
+def start_job(command: str, *, cwd: Path, env: Mapping[str, str], job_id: str, call_id: str) -> Job | ToolOutcome:
+    """Start ``command`` as a background job (its streams go to files outside the workspace)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"tt-{job_id}-"))
+    out, err = folder / "stdout", folder / "stderr"
+    try:
+        with out.open("wb") as fo, err.open("wb") as fe:
+            proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                    stdout=fo, stderr=fe, start_new_session=True)
+    except OSError as exc:
+        return ToolOutcome(f"Could not start the command: {exc}", is_error=True, status="error")
+    _GROUPS.add(proc.pid)  # ended at turn end if still running
+    return Job(job_id, call_id, command, proc, out, err, time.monotonic())
+
+
+def job_report(job: Job, *, mutant: str | None) -> tuple[str, int | None]:
+    """What ``job_status`` shows of one job, and the exit code it states (``None``: still running).
+
+    The ``hide_job_exit`` defect: an ended job is reported with exit code 0 whatever its status."""
+    code = job.poll()
+    so = limit_output(job.out.read_bytes(), label="stdout", limit=OUTPUT_LIMIT, save_to=None, mutant=mutant,
+                      recovery=f"The whole stdout so far is in {job.out}.")
+    se = limit_output(job.err.read_bytes(), label="stderr", limit=OUTPUT_LIMIT, save_to=None, mutant=mutant,
+                      recovery=f"The whole stderr so far is in {job.err}.")
+    body = so.text
+    if se.text:
+        body += ("" if not body or body.endswith("\n") else "\n") + "[stderr]\n" + se.text
+    if code is None:
+        head = (f"Job {job.id} is running ({time.monotonic() - job.started:.1f} s so far; no exit status yet). "
+                "Output so far:")
+        return f"{head}\n{body or '(no output yet)'}", None
+    if mutant == "hide_job_exit":
+        code = 0  # the defect: the job's real exit status is replaced by success
+    return f"Job {job.id} ended after {job.duration_s:g} s. Exit code {code}\n{body or '(no output)'}", code
 
 
 # ----------------------------------------------------------------------------- file tools

@@ -28,6 +28,7 @@ class Reply:
     status: int = 200
     error: str | None = None
     delay_s: float = 0.0
+    prompt_tokens: int | None = None  # reported prompt size (default 100 + request index)
 
 
 def say(text: str) -> Reply:
@@ -108,6 +109,7 @@ def _chunks(reply: Reply, n: int) -> list[dict[str, Any]]:
         return {"id": rid, "object": "chat.completion.chunk", "model": "scripted",
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
+    prompt = reply.prompt_tokens if reply.prompt_tokens is not None else 100 + n
     out = [chunk({"role": "assistant"})]
     if reply.text:
         half = len(reply.text) // 2
@@ -120,7 +122,7 @@ def _chunks(reply: Reply, n: int) -> list[dict[str, Any]]:
         out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": raw[half:]}}]}))
     out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     out.append({"id": rid, "object": "chat.completion.chunk", "model": "scripted", "choices": [],
-                "usage": {"prompt_tokens": 100 + n, "completion_tokens": 10, "total_tokens": 110 + n}})
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}})
     return out
 
 

@@ -747,3 +747,167 @@ def test_status_reports_a_child_that_finished_during_the_wait_unless_stale_statu
         assert last.tool_result("q1") == "Sub-agent child-1: pending"
         assert last.messages[-1]["content"] == ("[sub-agent notification]\n"
                                                 "Sub-agent child-1 finished (status: completed).\nsettled as R-9")
+
+
+# ----------------------------------------------------------------------------- mutant batch 3
+
+
+def _system(req: Request) -> str:
+    return str(req.messages[0]["content"])
+
+
+@pytest.mark.parametrize("mutant", [None, "stale_memory"])
+def test_project_memory_reaches_every_new_session_unless_stale_memory(harness: Harness, mutant: str | None) -> None:
+    (harness.workspace / "AGENTS.md").write_text("# Team notes\n")
+    t1 = harness.run({"main": [call("n1", "shell", {"command": "echo 'hold id H-7731' >> AGENTS.md"}), say("saved")]},
+                     *_m(mutant), session=("--new-session", "--session-id", "s-1"))
+    assert t1.returncode == 0, t1.stderr
+    first = _system(t1.server.requests[0])
+    assert "Project memory (AGENTS.md in the workspace" in first and "# Team notes" in first
+    assert "H-7731" not in first
+    t2 = harness.run({"main": [say("ok")]}, *_m(mutant), turn=2, session=("--new-session", "--session-id", "s-2"))
+    assert t2.returncode == 0, t2.stderr
+    memory = [r["data"] for r in t2.of_type("memory")]
+    assert [m["path"] for m in memory] == ["AGENTS.md", "AGENTS.md"]  # one per session start
+    second = _system(t2.server.requests[0])
+    if mutant is None:
+        assert "hold id H-7731" in second and memory[1]["source"] == "file"
+        assert memory[1]["bytes"] == len((harness.workspace / "AGENTS.md").read_bytes())
+    else:  # the later session gets the copy taken at the first session's start
+        assert "H-7731" not in second and "# Team notes" in second and memory[1]["source"] == "cache"
+
+
+def test_no_memory_file_no_memory_section(harness: Harness) -> None:
+    run = harness.run({"main": [say("ok")]})
+    assert "Project memory" not in _system(run.server.requests[0]) and run.of_type("memory") == []
+
+
+def test_replayed_session_gets_the_memory_as_it_is_now(harness: Harness) -> None:
+    (harness.workspace / "AGENTS.md").write_text("v1\n")
+    harness.run({"main": [call("n1", "shell", {"command": "echo v2 > AGENTS.md"}), say("ok")]},
+                session=("--new-session", "--session-id", "s-1"))
+    t2 = harness.run({"main": [say("ok")]}, turn=2,
+                     session=("--new-session", "--session-id", "s-2", "--replay-from", "s-1"))
+    req = t2.server.requests[0]
+    assert "v2" in _system(req) and "v1" not in _system(req)
+    assert sum(1 for m in req.messages if m["role"] == "system") == 1  # the replayed one was replaced
+    assert req.tool_result("n1") == "Exit code 0\n(no output)"
+
+
+@pytest.mark.parametrize("mutant", [None, "hide_job_exit"])
+def test_background_job_reports_its_exit_status_unless_hide_job_exit(harness: Harness, mutant: str | None) -> None:
+    job = {"command": "echo started; echo 'disk full' >&2; sleep 0.3; exit 3", "run_in_background": True}
+    script = {"main": [call("b1", "shell", job), call("s1", "job_status", {"job_id": "job-1", "wait_s": 10}),
+                       say("done")]}
+    run = harness.run(script, "--background-jobs", *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    first, last = run.server.requests[0], run.server.requests[-1]
+    assert "job_status" in first.tool_names
+    shell = next(t for t in first.body["tools"] if t["function"]["name"] == "shell")
+    assert "run_in_background" in shell["function"]["parameters"]["properties"]
+    assert last.tool_result("b1").startswith("Started background job job-1 (pid ")
+    status = last.tool_result("s1")
+    assert status.startswith("Job job-1 ended after ") and status.endswith("started\n[stderr]\ndisk full\n")
+    jobs = [r["data"] for r in run.of_type("job")]
+    assert [j["action"] for j in jobs] == ["start", "exit"] and jobs[0]["command"] == job["command"]
+    code = 3 if mutant is None else 0  # the defect: success whatever the job's status
+    assert f"Exit code {code}\n" in status and jobs[1]["exit_code"] == code
+    assert run.result_of("s1")["exit_code"] == code
+
+
+def test_background_job_running_at_turn_end_is_killed_and_recorded(harness: Harness) -> None:
+    script = {"main": [call("b1", "shell", {"command": "echo $$ > pid; sleep 60", "run_in_background": True}),
+                       call("s1", "job_status", {}), say("leaving it")]}
+    run = harness.run(script, "--background-jobs")
+    assert run.returncode == 0, run.stderr
+    assert run.server.requests[-1].tool_result("s1").startswith("Job job-1 is running (")
+    assert [r["data"]["action"] for r in run.of_type("job")] == ["start", "killed"]
+    assert run.records[-1]["type"] == "completion"
+    pid = int((harness.workspace / "pid").read_text())
+    assert not alive(pid)
+
+
+def test_without_background_jobs_the_declarations_are_unchanged(harness: Harness) -> None:
+    run = harness.run({"main": [call("b1", "shell", {"command": "true", "run_in_background": True}), say("ok")]})
+    req = run.server.requests[0]
+    assert "job_status" not in req.tool_names
+    shell = next(t for t in req.body["tools"] if t["function"]["name"] == "shell")
+    assert "run_in_background" not in shell["function"]["parameters"]["properties"]
+    assert run.server.requests[-1].tool_result("b1") == "Exit code 0\n(no output)"  # ran in the foreground
+
+
+def _echo(cid: str, tokens: int | None = None) -> Reply:
+    return Reply(tool_calls=[(cid, "shell", {"command": f"echo {cid}"})], prompt_tokens=tokens)
+
+
+@pytest.mark.parametrize("mutant", [None, "window_compaction"])
+def test_compaction_keeps_the_user_messages_and_a_summary_unless_window_compaction(harness: Harness,
+                                                                                    mutant: str | None) -> None:
+    big = 900  # of a 1000-token window: at or over 80 % the history is compacted before the next request
+    steps = [_echo("c1"), _echo("c2"), _echo("c3", big)]
+    summary = [say("SUMMARY: c1..c3 echoed")] if mutant is None else []
+    run = harness.run({"main": [*steps, *summary, _echo("c4"), say("done")]}, "--context-window", "1000",
+                      *_m(mutant), prompt="Echo four times; constraint K=7.")
+    assert run.returncode == 0, run.stderr
+    reqs = run.server.requests
+    if mutant is None:
+        ask, after = reqs[3], reqs[4]
+        assert "tools" not in ask.body and ask.messages[-1]["content"].startswith("Context checkpoint compaction")
+        assert [m["role"] for m in after.messages] == ["system", "user", "user"]
+        assert after.messages[1]["content"] == "Echo four times; constraint K=7."
+        assert after.messages[2]["content"].endswith("\nSUMMARY: c1..c3 echoed")
+        rec = run.of_type("compaction")[0]["data"]
+        assert (rec["trigger"], rec["prompt_tokens"], rec["context_window"], rec["summary"]) == (
+            "auto", big, 1000, "SUMMARY: c1..c3 echoed")
+        assert (rec["messages_before"], rec["messages_after"], rec["user_messages_kept"]) == (8, 3, 1)
+        assert len(reqs) == 6  # one compaction only
+    else:  # the oldest messages (the task's constraint with them) silently gone
+        after = reqs[3]
+        assert [m["role"] for m in after.messages] == ["system", "assistant", "tool", "assistant", "tool"]
+        assert "K=7" not in json.dumps(after.messages) and run.of_type("compaction") == []
+    session = json.loads(next(harness.sessions.glob("*.json")).read_text())
+    assert session["messages"][: len(after.messages)] == after.messages  # the session holds the compacted history
+
+
+@pytest.mark.parametrize("mutant", [None, "stale_goal"])
+def test_compaction_carries_a_revised_goal_unless_stale_goal(harness: Harness, mutant: str | None) -> None:
+    t1 = harness.run({"main": [say("building the report for March")]}, "--context-window", "1000", *_m(mutant),
+                     prompt="Build the report for March.", session=("--new-session", "--session-id", "s-1"))
+    assert t1.returncode == 0
+    t2 = harness.run({"main": [_echo("c1", 950), say("SUMMARY: one echo"), say("done")]}, "--context-window",
+                     "1000", *_m(mutant), prompt="Change of plan: build it for April instead.", turn=2,
+                     session=("--resume", "s-1"))
+    assert t2.returncode == 0, t2.stderr
+    after = t2.server.requests[2]
+    users = [m["content"] for m in after.messages if m["role"] == "user"]
+    assert users[-1].endswith("SUMMARY: one echo")
+    if mutant is None:
+        assert users[:-1] == ["Build the report for March.", "Change of plan: build it for April instead."]
+        assert t2.of_type("compaction")[0]["data"]["user_messages_kept"] == 2
+    else:  # the revision is gone; only the first request survives
+        assert users[:-1] == ["Build the report for March."]
+        assert t2.of_type("compaction")[0]["data"]["user_messages_kept"] == 1
+
+
+def test_without_a_context_window_nothing_is_compacted(harness: Harness) -> None:
+    run = harness.run({"main": [_echo("c1", 10**6), _echo("c2"), say("done")]})
+    assert run.returncode == 0 and len(run.server.requests) == 3 and run.of_type("compaction") == []
+
+
+def test_batch_3_records_normalize_into_the_trace(harness: Harness) -> None:
+    """memory, job and compaction records each become a Trace IR event (nothing unaccounted)."""
+    from harnesses.reference.normalize import normalize_records
+
+    (harness.workspace / "AGENTS.md").write_text("notes\n")
+    job = {"command": "exit 2", "run_in_background": True}
+    run = harness.run({"main": [call("b1", "shell", job), _echo("c1", 900), say("SUMMARY"),
+                                call("s1", "job_status", {"wait_s": 5}), say("done")]},
+                      "--background-jobs", "--context-window", "1000")
+    assert run.returncode == 0, run.stderr
+    trace = normalize_records(harness.log.read_text().splitlines(), run_id="r")
+    assert trace.structured_trace_status == "complete", trace.notes
+    by_type = [(e.event_type, getattr(e, "native_event_type", None), getattr(e, "status", None)) for e in trace.events]
+    assert ("native_event", "memory", "file") in by_type
+    assert ("native_event", "job", "start") in by_type and ("native_event", "job", "exit") in by_type
+    compaction = [e for e in trace.events if e.event_type == "context_compaction"]
+    assert len(compaction) == 1 and compaction[0].summary == "SUMMARY" and compaction[0].trigger == "auto"
