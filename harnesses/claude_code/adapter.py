@@ -110,6 +110,11 @@ class ClaudeCodeAdapter(CliAdapter):
             **{var: ctx.model for var in MODEL_ENV_VARS},
             **ctx.extra_env,
         }
+        window = ctx.task.spec.budgets.context_tokens
+        if window is not None:
+            # The task's context window (its trigger is context pressure): Claude Code compacts
+            # proactively against this window once the reported prompt size nears it.
+            extra["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(window)
         if ctx.mcp_servers:
             # Claude Code connects MCP servers without waiting by default, so a slow server start
             # can leave the task's tools out of the first request (seen on --resume turns).

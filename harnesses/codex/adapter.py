@@ -57,12 +57,28 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value))
 
 
+#: Share of the task's context window at which Codex is told to compact (its own default ratio is
+#: not documented for an unknown model; the reference uses the same 80 %).
+AUTO_COMPACT_SHARE = 0.8
+
+
+def _context_window(ctx: RunContext) -> list[str]:
+    """Top-level keys for a task whose trigger is context pressure (``budgets.context_tokens``):
+    the window, and the prompt size at which Codex compacts mid-turn."""
+    window = ctx.task.spec.budgets.context_tokens
+    if window is None:
+        return []
+    return [f"model_context_window = {window}",
+            f"model_auto_compact_token_limit = {int(window * AUTO_COMPACT_SHARE)}"]
+
+
 def config_toml(ctx: RunContext) -> str:
     """The run's ``$CODEX_HOME/config.toml``."""
     lines = [
         f"model = {_toml(ctx.model)}",
         f"model_provider = {_toml(PROVIDER)}",
         "check_for_update_on_startup = false",
+        *_context_window(ctx),
         "",
         f"[model_providers.{PROVIDER}]",
         'name = "TraceTrial gateway"',

@@ -216,7 +216,7 @@ def config_dict(ctx: RunContext, log_file: Path, gateway_port: int | None = None
                             "reasoning": False,
                             "input": ["text"],
                             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                            "contextWindow": 200000,
+                            "contextWindow": ctx.task.spec.budgets.context_tokens or 200000,
                             "maxTokens": 32000,
                         }
                     ],
