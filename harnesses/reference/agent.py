@@ -14,6 +14,10 @@ Background jobs (only with ``--background-jobs``, a task listing ``background``)
 with its exit code and output; a ``job`` record marks its start and its end (or its kill at the end
 of the turn, when every job still running is ended).
 
+Skills (only when the workspace has ``skills/<name>/SKILL.md``): a new session's system prompt
+lists each skill's name and description, and the ``skill`` tool returns a skill's body (SKILL.md
+without its front matter) and lists its other files.
+
 Compaction (only with ``--context-window``, a task with ``budgets.context_tokens``): once a main
 response reports a prompt of :data:`COMPACT_AT` of the window or more, the next request is a summary
 request without tools; the history becomes the system prompt, the user's own messages verbatim and
@@ -203,6 +207,7 @@ class Agent:
         self._no_usage_responses = 0
         self._read_cache: dict[str, dict[str, T.ToolOutcome]] = {}  # only ``stale_read_cache`` fills it
         self._jobs: dict[str, T.Job] = {}
+        self._skills = T.find_skills(cfg.workspace)  # the workspace's skills (none: no skill tool)
         self._prompt_tokens = 0  # the main principal's last reported prompt size (compaction)
         # only ``persist_shell_cwd`` keeps a shell state (the faithful shell starts every call afresh)
         self._shell_state = T.ShellState() if cfg.mutant == "persist_shell_cwd" else None
@@ -221,6 +226,8 @@ class Agent:
         if self.cfg.background_jobs:
             decls = [T.SHELL_WITH_JOBS if d["function"]["name"] == "shell" else d for d in decls]
             decls.append(T.JOB_STATUS_TOOL)
+        if self._skills:
+            decls.append(T.SKILL_TOOL)
         decls += self.mcp.declarations() if self.mcp and not hidden else []
         if p.parent is None:
             decls += [SPAWN_TOOL, STATUS_TOOL] + ([ASK_TOOL] if self.cfg.ask_user else [])
@@ -461,6 +468,8 @@ class Agent:
         ws = self.cfg.workspace
         if name == "shell" and self.cfg.background_jobs and args.get("run_in_background") is True:
             return self._start_job(p, call_id, str(args.get("command", "")))
+        if name == "skill" and self._skills:
+            return await asyncio.to_thread(T.load_skill, self._skills, args, self.cfg.mutant)
         if name == "job_status" and self.cfg.background_jobs:
             return await self._job_status(p, args)
         if name == "shell":

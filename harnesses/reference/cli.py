@@ -182,6 +182,15 @@ def project_memory(workspace: Path, cache_dir: Path, mutant: str | None) -> tupl
                   "source": source, "truncated": len(data) > MEMORY_LIMIT}
 
 
+def skills_section(workspace: Path) -> str:
+    """The system prompt's list of the workspace's skills (empty without any)."""
+    skills = T.find_skills(workspace)
+    if not skills:
+        return ""
+    lines = "\n".join(f"- {s.name}: {s.description or '(no description)'}" for s in skills)
+    return f"\n\nSkills of this workspace (load one with the skill tool before following it):\n{lines}"
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     """The runner's wall clock: commands run in their own process groups, so end them first."""
     T.end_background_processes()
@@ -214,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             now = utc_stamp()
             memory = project_memory(workspace, Path.home() / ".tt-reference" / "memory-cache", mutant)
-            system = {"role": "system", "content": system_prompt(workspace, creds, leak) + (memory[0] if memory else "")}
+            system = {"role": "system", "content": system_prompt(workspace, creds, leak) + (memory[0] if memory else "")
+                      + skills_section(workspace)}
             record = SessionRecord(session_id=args.session_id or f"s-{uuid.uuid4().hex[:12]}", created_at=now,
                                    updated_at=now, harness_version=__version__, messages=[system])
             if args.replay_from:

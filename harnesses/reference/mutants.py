@@ -97,6 +97,9 @@ defect                        component       property it breaks                
 ``stale_goal``                Lifecycle       goal revision                     compaction carries only the session's first user
                                                                                 message over: later user messages (a revised goal)
                                                                                 are gone from the compacted history
+``truncate_skill``            Tools           skill-result relay                the ``skill`` tool relays only the first 1,024 bytes
+                                                                                of the skill's body, with no notice (and records the
+                                                                                cut text as the result)
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -112,9 +115,10 @@ from tracetrial.task import TaskPack
 #: simulator), a sub-agent, the ask-user tool, a deny rule, a second (resumed) turn, a new session
 #: seeded with the previous history (a ``new_session`` boundary with ``history_replayed``), a new
 #: session at all, project memory (``workspace/AGENTS.md``), background jobs (``tools: background``),
-#: a declared context window (``budgets.context_tokens``: the reference compacts).
+#: a declared context window (``budgets.context_tokens``: the reference compacts), workspace skills
+#: (``workspace/skills/<name>/SKILL.md``).
 Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume", "replay", "new_session", "memory", "background",
-                  "compaction"]
+                  "compaction", "skills"]
 
 _FEATURE_WHY: dict[str, str] = {
     "mcp": "no MCP tools (the pack declares no simulator)",
@@ -127,6 +131,7 @@ _FEATURE_WHY: dict[str, str] = {
     "memory": "no project memory (no workspace/AGENTS.md)",
     "background": "no background jobs (the pack's tools do not list 'background')",
     "compaction": "no context window (budgets.context_tokens is unset, so the reference never compacts)",
+    "skills": "no workspace skills (no workspace/skills/<name>/SKILL.md)",
 }
 
 
@@ -232,6 +237,9 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("stale_goal", "Lifecycle", "goal_revision",
                "compaction carries only the first user message over; a revised goal is lost",
                needs=("compaction", "resume")),
+        Mutant("truncate_skill", "Tools", "skill_result_relay",
+               "the skill tool relays only the first 1,024 bytes of a skill's body, without notice",
+               needs=("skills",)),
     )
 }
 
@@ -280,6 +288,8 @@ def pack_features(pack: TaskPack) -> frozenset[Feature]:
         out.add("background")
     if spec.budgets.context_tokens is not None:
         out.add("compaction")
+    if any((pack.root / "workspace" / "skills").glob("*/SKILL.md")):
+        out.add("skills")
     return frozenset(out)
 
 

@@ -125,6 +125,18 @@ JOB_STATUS_TOOL = _fn(
     [])
 
 
+#: Folder (inside the workspace) of the workspace's skills: ``skills/<name>/SKILL.md``.
+SKILLS_DIR = "skills"
+#: Bytes of a skill's body the ``truncate_skill`` defect relays.
+TRUNCATED_SKILL_BYTES = 1024
+SKILL_TOOL = _fn(
+    "skill",
+    "Load one of this workspace's skills (listed in the system prompt) by name: returns its "
+    "instructions and data (SKILL.md without its front matter) and lists the skill's other files.",
+    {"name": {"type": "string", "description": "The skill's name as the system prompt lists it."}},
+    ["name"])
+
+
 # ----------------------------------------------------------------------------- deny rules
 
 _SEGMENT_RE = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
@@ -424,6 +436,71 @@ def job_report(job: Job, *, mutant: str | None) -> tuple[str, int | None]:
     if mutant == "hide_job_exit":
         code = 0  # the defect: the job's real exit status is replaced by success
     return f"Job {job.id} ended after {job.duration_s:g} s. Exit code {code}\n{body or '(no output)'}", code
+
+
+# ----------------------------------------------------------------------------- skills
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A workspace skill: ``skills/<folder>/SKILL.md`` with ``name``/``description`` front matter."""
+
+    name: str
+    description: str
+    path: Path
+
+
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    """``key: value`` lines between a leading ``---`` and the next ``---``, and the body after them."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() == "---":
+            meta = {}
+            for entry in lines[1:i]:
+                key, sep, value = entry.partition(":")
+                if sep and key.strip():
+                    meta[key.strip()] = value.strip().strip("\"'")
+            return meta, "".join(lines[i + 1:])
+    return {}, text
+
+
+def find_skills(workspace: Path) -> list[Skill]:
+    """The workspace's skills, by folder name (an unreadable SKILL.md is left out)."""
+    out = []
+    for path in sorted((workspace / SKILLS_DIR).glob("*/SKILL.md")):
+        try:
+            meta, _ = _front_matter(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        out.append(Skill(meta.get("name") or path.parent.name, meta.get("description", ""), path))
+    return out
+
+
+def load_skill(skills: list[Skill], args: Mapping[str, Any], mutant: str | None) -> ToolOutcome:
+    """The ``skill`` tool: the named skill's body, whole (over :data:`READ_LIMIT` with a notice), and
+    its other files. The ``truncate_skill`` defect relays only the first
+    :data:`TRUNCATED_SKILL_BYTES` bytes of the body, with no notice."""
+    name = str(args.get("name", ""))
+    skill = next((s for s in skills if s.name == name), None)
+    if skill is None:
+        known = ", ".join(s.name for s in skills) or "none"
+        return ToolOutcome(f"skill: no skill named {name!r} (skills: {known})", is_error=True, status="error")
+    try:
+        _, body = _front_matter(skill.path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as exc:
+        return ToolOutcome(f"skill: cannot read {skill.path}: {exc}", is_error=True, status="error")
+    data = body.encode("utf-8")
+    if mutant == "truncate_skill":
+        data = data[:_utf8_cut(data, TRUNCATED_SKILL_BYTES)]  # the defect: the rest of the body is dropped
+    lim = limit_output(data, label="skill", limit=READ_LIMIT, save_to=None, mutant=mutant,
+                       recovery=f"Read the rest of {skill.path} with read_file (offset/limit).")
+    files = sorted(str(p.relative_to(skill.path.parent)) for p in skill.path.parent.rglob("*")
+                   if p.is_file() and p != skill.path)
+    head = f"Skill {skill.name} ({skill.path.relative_to(skill.path.parents[2])}):"
+    tail = f"\n[skill files: {', '.join(files)}]" if files else ""
+    return ToolOutcome(f"{head}\n{lim.text}{tail}", truncated=lim.truncated, omitted_bytes=lim.omitted)
 
 
 # ----------------------------------------------------------------------------- file tools

@@ -911,3 +911,36 @@ def test_batch_3_records_normalize_into_the_trace(harness: Harness) -> None:
     assert ("native_event", "job", "start") in by_type and ("native_event", "job", "exit") in by_type
     compaction = [e for e in trace.events if e.event_type == "context_compaction"]
     assert len(compaction) == 1 and compaction[0].summary == "SUMMARY" and compaction[0].trigger == "auto"
+
+
+def _write_skill(workspace: Path, body: str) -> None:
+    folder = workspace / "skills" / "rate-card"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: rate-card\ndescription: Freight rates per zone.\n---\n" + body)
+    (folder / "zones.csv").write_text("zone\nA\n")
+
+
+@pytest.mark.parametrize("mutant", [None, "truncate_skill"])
+def test_skill_body_is_relayed_whole_unless_truncate_skill(harness: Harness, mutant: str | None) -> None:
+    body = "# Rate card\n" + "".join(f"zone {i:03d}: rate {i * 7} cents\n" for i in range(120)) + "CHECKSUM: 7741\n"
+    _write_skill(harness.workspace, body)
+    run = harness.run({"main": [call("k1", "skill", {"name": "rate-card"}), call("k2", "skill", {"name": "nope"}),
+                                say("done")]}, *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    first, last = run.server.requests[0], run.server.requests[-1]
+    assert "- rate-card: Freight rates per zone." in _system(first) and "skill" in first.tool_names
+    result = last.tool_result("k1")
+    assert result.startswith("Skill rate-card (skills/rate-card/SKILL.md):\n# Rate card\n")
+    assert result.endswith("[skill files: zones.csv]") and "name: rate-card" not in result
+    assert last.tool_result("k2").startswith("skill: no skill named 'nope' (skills: rate-card)")
+    if mutant is None:
+        assert body in result and run.result_of("k1")["truncated"] is None
+    else:  # the defect: the body stops after 1,024 bytes, and nothing says so
+        assert "CHECKSUM" not in result and body[:1024] in result and "truncated" not in result.lower()
+        assert (run.result_of("k1")["is_error"], run.result_of("k1")["truncated"]) == (False, None)
+
+
+def test_without_skills_there_is_no_skill_tool_and_no_section(harness: Harness) -> None:
+    run = harness.run({"main": [say("ok")]})
+    assert "skill" not in run.server.requests[0].tool_names and "Skills of this workspace" not in _system(
+        run.server.requests[0])
