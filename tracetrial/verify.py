@@ -57,6 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from tracetrial.files import load_yaml
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
 from tracetrial.trace import EventBase, ToolEvent
 
@@ -279,6 +282,16 @@ def _read_text(path: Path, rel: str, errors: str) -> tuple[str | None, str | Non
         return None, f"{rel} missing or unreadable: {exc}"
 
 
+def _read_yaml(path: Path, rel: str, want: type | None) -> tuple[Any, str | None]:
+    try:
+        value = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return None, f"{rel} missing or invalid: {exc}"
+    if want is not None and not isinstance(value, want):
+        return None, f"{rel} is not {'a mapping' if want is dict else 'a ' + want.__name__}: {value!r}"
+    return value, None
+
+
 def _read_json(path: Path, rel: str, want: type | None) -> tuple[Any, str | None]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
@@ -487,6 +500,10 @@ class VerifierContext:
         """``(value, None)`` of a JSON workspace file, or ``(None, reason)`` when it is missing,
         invalid or (with ``want``, e.g. ``dict``) of another type."""
         return _read_json(self.workspace / rel, rel, want)
+
+    def workspace_yaml(self, rel: str, *, want: type | None = None) -> tuple[Any, str | None]:
+        """Like :meth:`workspace_json`, of a YAML workspace file (safe loading: plain data only)."""
+        return _read_yaml(self.workspace / rel, rel, want)
 
     def baseline_text(self, rel: str, *, errors: str = "strict") -> tuple[str | None, str | None]:
         """Like :meth:`workspace_text`, of the frozen baseline (the workspace before the run)."""

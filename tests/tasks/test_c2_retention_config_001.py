@@ -163,7 +163,7 @@ def test_without_a_probe_report_h_is_unscored(tmp_path: Path) -> None:
     ("region: eu-central-1\nretention_days: 40\nshards: [alog-0b9e44, alog-5d1a08, alog-7f3c21]\n", "retention_days"),
     ("region: eu-central-1\nretention_days: 400\nshards: [alog-7f3c21, alog-0b9e44, alog-5d1a08]\n", "shards"),
     (GOOD + "owner: me\n", "extra keys"),
-    ("region: [\n", "not YAML"),
+    ("region: [\n", "missing or invalid"),
 ])
 def test_a_wrong_config_fails_a1(tmp_path: Path, config: str, why: str) -> None:
     out = results(make_ctx(tmp_path, config=config))

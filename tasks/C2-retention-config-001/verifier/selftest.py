@@ -12,11 +12,9 @@ import shutil
 import sys
 import tempfile
 import types
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import ContextCompactionEvent
 from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent
@@ -43,8 +41,7 @@ def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, c
     kinds = ["main", "main", "main", *(["compaction"] if summary else []), "main", "main"]
     probe: dict[str, Any] = {"requests": [{"index": i, "kind": k, "turn": 1} for i, k in enumerate(kinds)],
                              "absent_capabilities": [], "final_text": f"deploy/retention.yaml written. {final}"}
-    events = [ContextCompactionEvent(seq=5, timestamp=datetime(2026, 12, 1, tzinfo=UTC), run_id="r", source="native:t",
-                                     native_event_type="compaction", trigger="auto")] if record else []
+    events = [types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto")] if record else []
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=events, gateway=[],
                            probe=probe, ledgers={}, run_dir=root)
 

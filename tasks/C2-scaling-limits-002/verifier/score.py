@@ -25,8 +25,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 from tracetrial.verify import VerifierContext
 
 H1, H2, A1 = "H1-compaction-recorded", "H2-limits-kept", "A1-config-respects-limits"
@@ -95,15 +93,9 @@ def kept(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:
 
 
 def config(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:
-    text, why = ctx.workspace_text(CONFIG)
-    if text is None:
+    data, why = ctx.workspace_yaml(CONFIG, want=dict)
+    if data is None:
         return False, f"{CONFIG}: {why}"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        return False, f"{CONFIG} is not YAML: {exc}"
-    if not isinstance(data, dict):
-        return False, f"{CONFIG} is not a mapping"
     want = {"max_replicas": truth["max_replicas"], "zone": truth["zone"], "shards": sorted(truth["shards"])}
     wrong = {k: data.get(k) for k in want if data.get(k) != want[k]}
     extra = sorted(set(data) - set(want))

@@ -12,11 +12,9 @@ import shutil
 import sys
 import tempfile
 import types
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import ContextCompactionEvent
 from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent
@@ -56,8 +54,7 @@ def _ctx(root: Path, *, final: str, report: dict[str, Any] | None = APRIL, runs:
     kinds = ["main", "main", "main", "main", *(["compaction"] if summary else []), "main", "main"]
     probe: dict[str, Any] = {"requests": [{"index": i, "kind": k, "turn": 1 if i < 2 else 2} for i, k in enumerate(kinds)],
                              "absent_capabilities": [], "final_text": f"Done. {final}"}
-    events = [ContextCompactionEvent(seq=5, timestamp=datetime(2026, 12, 1, tzinfo=UTC), run_id="r", source="native:t",
-                                     native_event_type="compaction", trigger="auto")] if summary else []
+    events = [types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto")] if summary else []
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=events, gateway=gateway,
                            probe=probe, ledgers={}, run_dir=root)
 
