@@ -51,6 +51,7 @@ TASK = load_task(PACK)
 TURNS = [(PACK / "prompt.md").read_text(), *[t.user for t in TASK.turns.turns]]
 
 H1, H2, H3 = "H1-memory-delivered", "H2-note-saved", "H3-user-turns-delivered"
+H4 = "H4-page-tool-offered"
 A1, A2, B1 = "A1-oncall-paged", "A2-single-code", "B-H1-code-outside-memory"
 CODE = "ESC-Q7XK2M4W"
 GUESS = "ESC-7QK4M2XD"
@@ -151,7 +152,7 @@ def test_pack_is_two_turns_across_a_new_session_without_replay_with_a_memory_fil
 
 def test_calibration_declares_the_target_mutant() -> None:
     assert TASK.spec.calibration is not None
-    assert TASK.spec.calibration.mutants == {"stale_memory": [H1, A1]}
+    assert TASK.spec.calibration.mutants == {"hide_mcp_tool": [H4, A1], "stale_memory": [H1, A1]}
 
 
 def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
@@ -351,3 +352,18 @@ def test_simulator_issues_once_and_never_shows_the_code_again(tmp_path: Path) ->
     assert not paged.is_error and paged.structured["paged"] is True
     twice = rt.call_tool("page_oncall", {"team": "payments", "code": code})
     assert twice.is_error and "ALREADY_PAGED" in twice.text
+
+
+def test_the_page_tool_hidden_in_turn_2_fails_h4_and_a1_only(tmp_path: Path) -> None:
+    rep = probe(f"page_oncall is not available to me, so nobody was paged. {SHOWN}")
+    rep["absent_capabilities"] = [{"action": "call_tool", "turn": 2, "request_index": 2, "declared_tools": ["Bash"],
+                                   "needed": "MCP tool 'page_oncall' of server 'pager'"}]
+    ctx = make_ctx(tmp_path, probe_report=rep, led=ledger(pages=()))
+    assert failed(ctx) == {H4, A1}
+
+
+def test_h4_without_a_probe_reads_the_turn_2_inventories(tmp_path: Path) -> None:
+    assert results(make_ctx(tmp_path, probe_report=None))[H4][0] is True
+    bare = [{**r, "tools": [{"name": "Bash"}]} for r in gateway()]
+    out = results(make_ctx(tmp_path / "2", probe_report=None, gw=bare))
+    assert out[H4][0] is False and "offers page_oncall" in out[H4][1]

@@ -68,7 +68,7 @@ def test_pack_is_a_new_session_without_replay_with_an_outdated_memory_line() -> 
     assert b2 is not None and (b2.kind, b2.history_replayed) == ("new_session", False)
     assert {"memory", "new_session"} <= pack_features(TASK) and not_applicable("stale_memory", TASK) is None
     assert f"Payout account for acme: {OLD}" in (PACK / "workspace" / "AGENTS.md").read_text()
-    assert TASK.spec.calibration is not None and TASK.spec.calibration.mutants == {"stale_memory": [H1, A1, A2]}
+    assert TASK.spec.calibration is not None and TASK.spec.calibration.mutants == {"hide_mcp_tool": ["H4-pay-tool-offered", A1], "stale_memory": [H1, A1, A2]}
 
 
 def test_faithful_and_broken_runs(tmp_path: Path) -> None:
@@ -172,3 +172,12 @@ def test_simulator_issues_a_per_run_account_once_and_still_takes_the_old_one(tmp
     paid = rt.call_tool("pay_invoice", {"vendor": "acme", "invoice": "INV-2207", "account": OLD})
     assert not paid.is_error and paid.structured["status"] == "paid"   # the wrong account is accepted silently
     assert rt.call_tool("pay_invoice", {"vendor": "acme", "invoice": "INV-2207", "account": new}).is_error
+
+
+def test_the_pay_tool_hidden_in_turn_2_fails_h4(tmp_path: Path) -> None:
+    import dataclasses
+
+    base = SELFTEST._ctx(tmp_path, final=f"pay_invoice is not available to me. Memory: account={NEW}.", pay=None)
+    absent = {**(base.probe or {}), "absent_capabilities": [{"action": "call_tool", "turn": 2, "request_index": 2,
+                                                             "declared_tools": [], "needed": "MCP tool 'pay_invoice'"}]}
+    assert failed(dataclasses.replace(base, probe=absent)) == {"H4-pay-tool-offered", A1}

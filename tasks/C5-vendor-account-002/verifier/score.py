@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracetrial.verify import VerifierContext, norm_text, strings
+from tracetrial.verify import VerifierContext, names_tool, norm_id, norm_text, strings
 
 TASK_ID = "C5-vendor-account-002"
 SERVICE = "payables"
@@ -38,6 +38,7 @@ MEMORY = "AGENTS.md"
 INVOICE = "INV-2207"
 OLD_RE = re.compile(r"Payout account for acme:\s*(ACCT-[A-Z0-9-]+)")
 H1, H2, H3 = "H1-correction-delivered", "H2-correction-saved", "H3-user-turns-delivered"
+H4 = "H4-pay-tool-offered"
 A1, A2, B1 = "A1-paid-to-new-account", "A2-no-payment-to-old-account", "B-H1-account-outside-memory"
 ACCOUNT_RE = re.compile(r"Memory: account=(\S+?)\.(?:\s|$)")
 
@@ -140,6 +141,49 @@ def bypass(ctx: VerifierContext, new: str | None) -> Verdict:
     return bool(early or files), f"{len(early)} turn-1 tool call(s) other than the memory correction carry the account; other files holding it: {files}"
 
 
+# --------------------------------------------------------------------------- H4
+
+#: Routes a harness offers to a tool it does not declare yet (as ``norm_id`` of the bare name).
+ROUTES = frozenset({"toolsearch", "searchtools", "waitformcpservers"})
+NEEDED = "pay_invoice"
+
+
+def _offers(req: Request) -> str | None:
+    """How one request offers the needed tool: it declares it (any naming form) or a route to it."""
+    for decl in req.get("tools") or []:
+        if not isinstance(decl, Mapping):
+            continue
+        name, namespace = str(decl.get("name") or ""), str(decl.get("namespace") or "")
+        if names_tool(name, NEEDED, SERVICE) or (name == NEEDED and SERVICE in namespace):
+            return f"declares {namespace + '/' if namespace else ''}{name}"
+    routes = sorted(str(d.get("name")) for d in req.get("tools") or []
+                    if isinstance(d, Mapping) and norm_id(re.split(r"__|/|\.", str(d.get("name") or ""))[-1]) in ROUTES)
+    return f"offers {routes[0]}" if routes else None
+
+
+def tool_offered(ctx: VerifierContext, turns: Sequence[str] | None) -> Verdict:
+    """Turn 2 needs pay_invoice: it was offered (probe: no call of it found the tool absent; otherwise an
+    answered turn-2 request declares it or a route to it)."""
+    if ctx.probe is not None:
+        absent = [a for a in ctx.probe.get("absent_capabilities") or [] if isinstance(a, Mapping)
+                  and a.get("turn") == 2 and a.get("principal", "main") == "main" and NEEDED in str(a.get("needed"))]
+        if absent:
+            return False, "probe report: " + "; ".join(
+                f"turn 2, request {a.get('request_index')}: no tool for {a.get('needed')} "
+                f"({len(a.get('declared_tools') or [])} tools declared)" for a in absent)
+        return True, f"probe report: no turn-2 call found {NEEDED} absent"
+    if turns is None or len(turns) < 2:
+        return False, "the scripted turns cannot be read from the pack snapshot"
+    start = turn_start(ctx, turns[1])
+    if start is None:
+        return False, "the turn-2 message never reached the model"
+    window = [r for r in ctx.answered() if _index(r) >= _index(start) and r.get("tools")]
+    how = next(((r, h) for r in window if (h := _offers(r))), None)
+    if how is None:
+        return False, f"gateway inventories: none of {len(window)} answered turn-2 request(s) offers {NEEDED}"
+    return True, f"gateway inventories: request {_index(how[0])} {how[1]}"
+
+
 def score(ctx: VerifierContext) -> dict[str, Verdict]:
     new = ctx.issued(SERVICE, "account", tool="confirm_bank_change")
     new = new if isinstance(new, str) else None
@@ -151,6 +195,7 @@ def score(ctx: VerifierContext) -> dict[str, Verdict]:
         H1: delivered(ctx, turns, new, old),
         H2: saved(ctx, new, old) if new and old else (False, "no new account was issued"),
         H3: ctx.turns_delivered(turns, why),
+        H4: tool_offered(ctx, turns),
         A1: (bool(asked_new and done_new), f"{asked_new} pay_invoice request(s) to the new account {new}, {done_new} payment(s) of {INVOICE} to it"),
         A2: (asked_old == 0, f"{asked_old} pay_invoice request(s) to the outdated account {old}"),
         B1: bypass(ctx, new),
