@@ -12,7 +12,9 @@ Two guarantees the rest of the apparatus builds on:
   supervisor SIGKILLs what it left behind; on SIGTERM (a deadline) it SIGTERMs the whole
   tree, waits ``--grace`` seconds, SIGKILLs the rest; either way it exits only after
   every descendant is gone and reaped, with the command's own exit status (a signal
-  death is re-raised, so the caller sees ``-N`` as before).
+  death is re-raised, so the caller sees ``-N`` as before). On SIGUSR1 (:func:`kill_now`:
+  the runner's deliberate interruption of a turn, which must look like a crash to the
+  harness, not like a polite stop) it SIGKILLs the whole tree at once, with no grace.
 
   Chosen over a cgroup because it needs no root, no systemd delegation and no cgroup v2
   mount (containers and CI runners often have none writable); its limit is a process
@@ -46,8 +48,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["SUPERVISOR", "alive_with_start", "descendants", "group_alive", "process_start", "spawn", "stop",
-           "supervisor_argv", "wait_group_gone"]
+__all__ = ["SUPERVISOR", "alive_with_start", "descendants", "group_alive", "kill_now", "process_start", "spawn",
+           "stop", "supervisor_argv", "wait_group_gone"]
 
 SUPERVISOR = Path(__file__).resolve()
 _PR_SET_PDEATHSIG = 1
@@ -242,6 +244,25 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
     wait_group_gone(proc.pid, _KILL_SETTLE_S, reap=proc)
 
 
+def kill_now(proc: subprocess.Popen[bytes]) -> None:
+    """End a command started by :func:`spawn` and everything it started at once (SIGKILL, no
+    grace: nothing in the tree gets the chance to save or clean up), and reap it.
+
+    The supervisor is asked with SIGUSR1 (it then SIGKILLs the tree and exits); should it not
+    exit in time, its process group is killed. Returns when the group is gone (bounded).
+    """
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, _KILL_SIGNAL)
+        try:
+            proc.wait(timeout=_KILL_SETTLE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    wait_group_gone(proc.pid, _KILL_SETTLE_S, reap=proc)
+
+
 # --------------------------------------------------------------------------- supervisor side
 def _prctl(option: int, value: int) -> bool:
     try:
@@ -254,6 +275,8 @@ def _prctl(option: int, value: int) -> bool:
 
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Sent by :func:`kill_now`: SIGKILL the tree at once.
+_KILL_SIGNAL = signal.SIGUSR1
 
 
 class _Supervisor:
@@ -357,7 +380,7 @@ def main(args: list[str]) -> NoReturn:
     if report_fd is not None:
         os.set_inheritable(report_fd, False)
     # Block the signals we wait for (sigtimedwait below); the command gets a clean mask.
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, *_STOP_SIGNALS])
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, _KILL_SIGNAL, *_STOP_SIGNALS])
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     if opts.get("pdeathsig"):
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -366,17 +389,20 @@ def main(args: list[str]) -> NoReturn:
         os._exit(1)
     try:
         sup.child = os.posix_spawnp(argv[0], argv, dict(os.environ), setsigmask=(),
-                                    setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *_STOP_SIGNALS))
+                                    setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, _KILL_SIGNAL, *_STOP_SIGNALS))
     except OSError as exc:
         _report(report_fd, f"E{exc.errno or errno.EIO} {exc.strerror or exc}: {argv[0]}\n")
         os._exit(127)
     _report(report_fd, f"S{sup.child}\n")
     stopped_by_owner = False
     while True:
-        info = signal.sigtimedwait([signal.SIGCHLD, *_STOP_SIGNALS], _TICK_S)
+        info = signal.sigtimedwait([signal.SIGCHLD, _KILL_SIGNAL, *_STOP_SIGNALS], _TICK_S)
         sup.reap()
         if sup.status is not None:
             sup.end_tree(graceful=False)   # what the finished command left behind is part of its run
+            break
+        if info is not None and info.si_signo == _KILL_SIGNAL:
+            sup.end_tree(graceful=False)
             break
         if (info is not None and info.si_signo in _STOP_SIGNALS) or sup.owner_gone():
             stopped_by_owner = sup.owner_gone()

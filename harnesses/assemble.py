@@ -45,7 +45,7 @@ def turn_record(outcome: TurnOutcome) -> TurnRecord:
     assert outcome.started_at is not None, "the cell runner stamps every turn's start"
     return TurnRecord(index=outcome.index, started_at=outcome.started_at.isoformat(), exit_code=outcome.exit_code,
                       timed_out=outcome.timed_out, duration_s=outcome.duration_s, session_id=outcome.session_id,
-                      error=outcome.error)
+                      error=outcome.error, interrupted=outcome.interrupted)
 
 
 def turn_outcome(record: TurnRecord, native: Path) -> TurnOutcome:
@@ -53,7 +53,8 @@ def turn_outcome(record: TurnRecord, native: Path) -> TurnOutcome:
     return TurnOutcome(index=record.index, exit_code=record.exit_code, timed_out=record.timed_out,
                        duration_s=record.duration_s, stdout=native / f"turn-{record.index}.stdout",
                        stderr=native / f"turn-{record.index}.stderr", session_id=record.session_id,
-                       error=record.error, started_at=datetime.fromisoformat(record.started_at))
+                       error=record.error, started_at=datetime.fromisoformat(record.started_at),
+                       interrupted=record.interrupted)
 
 
 def _usage(raw: dict[str, Any] | None) -> TokenUsage | None:
@@ -149,7 +150,8 @@ def assemble(
         events.append(ConversationTurnStartedEvent(seq=1, timestamp=turn_start, run_id=run_id, source="runner",
                                                    conversation_turn=outcome.index, user_text=turn.user))
         events.extend(by_turn.pop(outcome.index, []))
-        status = "timed_out" if outcome.timed_out else ("ok" if outcome.exit_code == 0 else "error")
+        status = ("interrupted" if outcome.interrupted else "timed_out" if outcome.timed_out
+                  else "ok" if outcome.exit_code == 0 else "error")
         events.append(ConversationTurnFinishedEvent(seq=1, timestamp=turn_end, run_id=run_id, source="runner",
                                                     conversation_turn=outcome.index,
                                                     exit_code=outcome.exit_code, status=status))

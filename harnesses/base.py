@@ -88,6 +88,8 @@ class TurnOutcome:
     #: When the turn's process was started (UTC), stamped by the cell runner; normalizers
     #: take it as their fallback timestamp so the same archive always normalizes the same.
     started_at: datetime | None = None
+    #: The runner killed the turn on purpose (the task's ``interrupts``): not a crash.
+    interrupted: bool = False
 
 
 def recorded_time(outcomes: Sequence[TurnOutcome]) -> datetime:

@@ -8,25 +8,76 @@ left the process group (``setsid``) is found and killed, and
 :func:`run_process` returns only once every process of the turn is gone. The
 supervisor also ends the turn when the session process dies (``kill -9`` of
 pytest). A crash or hang is reported in the outcome, never raised.
+
+A task may have a turn **interrupted** on purpose (``interrupts`` in ``task.yaml``: a session
+killed mid-turn, then resumed). The cell runner arms an :class:`Interrupt` around that turn
+(:func:`interrupting`); :func:`run_process` then watches for the pack's marker file and, the
+moment it appears, SIGKILLs the whole tree (:func:`apparatus.lifetime.kill_now`) — no adapter
+takes part, so every CLI harness is interrupted the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from apparatus.lifetime import spawn, stop, wait_group_gone
+from apparatus.lifetime import kill_now, spawn, stop, wait_group_gone
 from apparatus.tempstate import session_dir
 
 #: SIGTERM -> SIGKILL grace when a turn is ended at its deadline.
 KILL_GRACE_S = 2.0
+#: How often an armed :class:`Interrupt` looks for its marker (seconds).
+INTERRUPT_POLL_S = 0.05
+
+
+@dataclass
+class Interrupt:
+    """A deliberate kill of the turn's process tree when ``marker`` (a path in the workspace)
+    appears; :func:`run_process` sets ``fired`` and ``after_s`` (seconds into the process)."""
+
+    marker: Path
+    #: The folder the marker must stay inside (the cell's workspace).
+    root: Path
+    fired: bool = False
+    after_s: float | None = None
+
+    def remove_marker(self) -> None:
+        """Delete the marker, unless a symlink in the (pack-made) workspace points it outside
+        ``root``: a hostile pack must not get the runner to delete a file elsewhere."""
+        try:
+            inside = self.marker.parent.resolve().is_relative_to(self.root.resolve())
+        except OSError:
+            return
+        if inside and not self.marker.is_dir():
+            self.marker.unlink(missing_ok=True)
+
+
+_INTERRUPT: contextvars.ContextVar[Interrupt | None] = contextvars.ContextVar("tt_interrupt", default=None)
+
+
+@contextlib.contextmanager
+def interrupting(marker: Path | None, root: Path) -> Iterator[Interrupt | None]:
+    """Arm an :class:`Interrupt` on ``marker`` (inside ``root``) for the processes
+    :func:`run_process` starts in this block (``None``: nothing armed). A marker left over from
+    before is removed first."""
+    if marker is None:
+        yield None
+        return
+    armed = Interrupt(marker, root)
+    armed.remove_marker()
+    token = _INTERRUPT.set(armed)
+    try:
+        yield armed
+    finally:
+        _INTERRUPT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -37,6 +88,7 @@ class ProcessOutcome:
     timed_out: bool
     duration_s: float
     error: str | None = None
+    interrupted: bool = False
 
 
 def kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0, *, settle_s: float = 10.0) -> None:
@@ -73,11 +125,14 @@ def run_process(
     Returns only when no process of the run is left: what a finished process left
     running is killed too (the turn's processes are part of the turn). Inside a cell
     confined to a sandbox (:func:`apparatus.sandbox.confined`), ``argv`` is wrapped by
-    that sandbox (bubblewrap etc.); otherwise it runs as given.
+    that sandbox (bubblewrap etc.); otherwise it runs as given. Under an armed
+    :class:`Interrupt` the tree is killed when its marker appears (``interrupted``; the
+    marker is removed, so the resumed session never sees it).
     """
     from apparatus.sandbox import current
 
     conf = current()
+    interrupt = _INTERRUPT.get()
     if conf is not None:
         argv = conf.wrap(argv, cwd=cwd, env=env)
     stdout.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +146,18 @@ def run_process(
             return ProcessOutcome(None, False, time.monotonic() - started,
                                   f"could not start {argv[0]}: {exc}")
         try:
-            code = proc.wait(timeout=timeout_s)
+            code = proc.wait(timeout=timeout_s) if interrupt is None else _wait_or_interrupt(
+                proc, timeout_s, interrupt, started)
+        except _Interrupted:
+            assert interrupt is not None
+            kill_now(proc)
+            if conf is not None:
+                conf.sandbox.reap()
+            interrupt.remove_marker()
+            return ProcessOutcome(None, False, time.monotonic() - started,
+                                  f"interrupted by the runner {interrupt.after_s or 0:.1f}s into the turn, when the "
+                                  f"task's marker {interrupt.marker.name} appeared; process tree killed (SIGKILL)",
+                                  interrupted=True)
         except subprocess.TimeoutExpired:
             stop(proc, grace_s=KILL_GRACE_S)
             if conf is not None:
@@ -105,6 +171,26 @@ def run_process(
     # container); only a killed one needs the sandbox's reap (above, and at cell cleanup).
     status = conf.sandbox.exit_code(code) if conf is not None else code
     return ProcessOutcome(status, False, time.monotonic() - started)
+
+
+class _Interrupted(Exception):
+    """The armed interrupt's marker appeared."""
+
+
+def _wait_or_interrupt(proc: subprocess.Popen[bytes], timeout_s: float, interrupt: Interrupt, started: float) -> int:
+    """``proc.wait(timeout_s)``, looking for the interrupt's marker meanwhile."""
+    deadline = started + timeout_s
+    while True:
+        if interrupt.marker.exists():
+            interrupt.fired, interrupt.after_s = True, time.monotonic() - started
+            raise _Interrupted
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        try:
+            return proc.wait(timeout=min(INTERRUPT_POLL_S, left))
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def signal_death(code: int | None, error: str | None, binary: str) -> tuple[int | None, str | None]:

@@ -30,6 +30,7 @@ _LACKS = {
     "new_session": "cannot start a new session on the same workspace",
     "history_replay": "cannot open a new session carrying an earlier session's history (no headless fork)",
     "background_jobs": "cannot run a command in the background and report how it ended",
+    "turn_interrupt": "runs its turns in a long-lived runtime the runner cannot kill mid-turn",
 }
 
 #: (component, property) whose target *is* a capability: its absence is measured, not unsupported.
@@ -53,6 +54,9 @@ def requirements(task: TaskPack) -> list[tuple[str, str]]:
         needs.append(("subagents", "the task delegates to sub-agents"))
     if "background" in spec.tools:
         needs.append(("background_jobs", "the task runs a command as a background job"))
+    if spec.interrupts:
+        turns = ", ".join(str(i.turn) for i in spec.interrupts)
+        needs.append(("turn_interrupt", f"the task kills turn {turns} mid-way and resumes the session"))
     if spec.conversation != "single" or task.turns.turns:
         needs.append(("multi_turn", f"the task is a {spec.conversation}-turn conversation"))
     if any(t.session_boundary and t.session_boundary.kind == "new_session" for t in task.turns.turns):

@@ -44,6 +44,10 @@ class HarnessCapabilities(BaseModel):
     #: process tool, the reference's ``job_status``): what ``tools: [background]`` asks for. True by
     #: default like ``history_replay``; an adapter of a harness without it says so.
     background_jobs: bool = True
+    #: The runner can kill a turn of this harness mid-way (its turns are processes the runner
+    #: starts: :func:`harnesses.runner.run_process`), what a task's ``interrupts`` need. False for
+    #: a harness whose turns run inside a long-lived runtime the runner does not start per turn.
+    turn_interrupt: bool = True
     #: The harness confines its own commands with kernel namespaces (Codex's bundled
     #: bubblewrap); the docker backend then lets the container create namespaces.
     nested_sandbox: bool = False

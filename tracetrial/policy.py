@@ -67,7 +67,7 @@ from tracetrial.handlers import Call, Reply
 
 __all__ = [
     "Action", "AskUser", "Call", "Reply", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
-    "ProviderError", "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "Wait", "WriteFile",
+    "ProviderError", "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "CallView", "Wait", "WriteFile",
     "ask_user", "call_tool", "edit_file", "final", "native_tool", "provider_error", "read_file", "shell",
     "spawn_subagent", "wait", "write_file",
 ]
@@ -311,6 +311,17 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class CallView:
+    """One tool call the model made earlier in the conversation, as the request shows it."""
+
+    name: str
+    #: The arguments as sent (JSON text for a function call; a custom tool's raw input).
+    arguments: str
+    #: The result the request shows for the call; ``None`` when it shows none.
+    result: str | None = None
+
+
+@dataclass(frozen=True)
 class TurnView:
     """What the model was shown in one request (for one principal)."""
 
@@ -323,6 +334,8 @@ class TurnView:
     #: top-level properties say (a harness may state a tool's semantics there only, e.g. Codex's
     #: ``workdir``: "Defaults to the turn cwd").
     tool_parameters: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    #: The model's own earlier tool calls in the request, in order, each with the result shown for it.
+    calls: tuple[CallView, ...] = ()
 
 
 class ViewLike(Protocol):
@@ -382,6 +395,13 @@ class Turn:
         """Each declared tool's parameter descriptions as the model was shown them (tool name as
         in :attr:`tool_names` → parameter → description; ``""`` for a parameter without one)."""
         return {name: dict(params) for name, params in getattr(self._view, "tool_parameters", ()) or ()}
+
+    @property
+    def calls(self) -> tuple[CallView, ...]:
+        """The model's own earlier tool calls as the request shows them, in order, each with the
+        result shown for it (``None``: the request carries no result for it). An agent always sees
+        what it did; a harness that drops a call from a resumed history drops it here too."""
+        return tuple(getattr(self._view, "calls", ()) or ())
 
     @property
     def is_subagent(self) -> bool:

@@ -65,6 +65,9 @@ class TurnRecord(StrictModel):
     duration_s: float
     session_id: str | None = None
     error: str | None = None
+    interrupted: bool = Field(default=False, description=(
+        "The runner killed the turn's process tree on purpose (the task's interrupts): the next "
+        "turn resumes the session; not a crash."))
 
 
 #: ``RunFailure.type`` of a run whose wall clock was used up between turns: every turn that ran

@@ -121,6 +121,20 @@ class CalibrationSpec(StrictModel):
     mutants: dict[str, list[str]] = Field(default_factory=dict)
 
 
+class InterruptSpec(StrictModel):
+    """A turn the runner kills on purpose (Lifecycle: session resume after a kill).
+
+    While turn ``turn`` runs, the runner watches for ``marker`` (a path relative to the
+    workspace) and SIGKILLs the harness's whole process tree the moment it appears — a pack
+    script creates it right after its one-shot side effect, so the kill point is the same in
+    every run (a wall-clock kill would land anywhere). The marker is removed; the next turn,
+    which must resume the session, is the harness's chance to pick up where it was killed.
+    """
+
+    turn: int = Field(ge=1, description="1-based user turn to interrupt (1: prompt.md).")
+    marker: str = Field(min_length=1, description="Workspace-relative path whose appearance triggers the kill.")
+
+
 class TaskSpec(StrictModel):
     """``task.yaml``."""
 
@@ -148,6 +162,8 @@ class TaskSpec(StrictModel):
                     "exceeding it makes the cell apparatus_invalid."
     )
     calibration: CalibrationSpec = Field(default_factory=CalibrationSpec)
+    interrupts: list[InterruptSpec] = Field(default_factory=list, description=(
+        "Turns the runner kills mid-way when a marker file appears (see InterruptSpec)."))
 
     @model_validator(mode="after")
     def _check(self) -> TaskSpec:
@@ -539,6 +555,23 @@ def load_task(root: Path) -> TaskPack:
             errors.append(TaskPackError(rel("turns.json"), "a multi-turn task needs at least one follow-up turn",
                                         fix="add turns, or set conversation: single"))
         total_turns = 1 + len(turns.turns)
+        seen: set[int] = set()
+        for i, intr in enumerate(spec.interrupts):
+            where = f"interrupts.{i}"
+            _path_problem(rel("task.yaml"), intr.marker, f"{where}.marker", "workspace/", errors)
+            if intr.turn in seen:
+                errors.append(TaskPackError(rel("task.yaml"), f"turn {intr.turn} is interrupted twice",
+                                            field=f"{where}.turn", fix="one interrupt per turn"))
+            seen.add(intr.turn)
+            nxt = turns.turns[intr.turn - 1] if intr.turn <= len(turns.turns) else None
+            if nxt is None:
+                errors.append(TaskPackError(rel("task.yaml"), f"turn {intr.turn} is interrupted but no turn follows it "
+                                            "to resume the killed session", field=f"{where}.turn",
+                                            fix="add the resuming turn to turns.json, or interrupt an earlier turn"))
+            elif nxt.session_boundary is None or nxt.session_boundary.kind != "resume":
+                errors.append(TaskPackError(rel("turns.json"), f"turn {intr.turn + 1} follows an interrupted turn but "
+                                            "does not resume its session", field=f"turns.{intr.turn - 1}.session_boundary",
+                                            fix='give it "session_boundary": {"kind": "resume"}'))
         if total_turns > spec.budgets.max_user_turns:
             errors.append(TaskPackError(rel("task.yaml"), f"{total_turns} user turns exceed budgets.max_user_turns={spec.budgets.max_user_turns}",
                                         field="budgets.max_user_turns", fix=f"set it to at least {total_turns}"))

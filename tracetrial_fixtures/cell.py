@@ -26,6 +26,7 @@ from apparatus import tempstate
 from apparatus.gateway.records import read_records
 from apparatus.sandbox import Confinement, DockerSandbox, Sandbox, code_paths, confined, get_sandbox
 from harnesses.assemble import assemble, summarize, turn_record
+from harnesses.runner import interrupting
 from harnesses.base import (
     HarnessAdapter,
     McpServer,
@@ -361,6 +362,7 @@ class CellRunner:
         failure: tuple[str, str, bool] | None = None
         t0 = _now()
         budget = float(task.spec.budgets.wall_clock_s)
+        interrupts = {i.turn: i.marker for i in task.spec.interrupts}
         try:
             for index, turn in enumerate(task.user_turns, start=1):
                 elapsed = (_now() - t0).total_seconds()
@@ -369,11 +371,16 @@ class CellRunner:
                     failure = (WALL_CLOCK_BEFORE_TURN, f"wall-clock budget {budget:.0f}s used up before turn {index}", True)
                     break
                 turn_started = _now()
-                with confined(confinement):
+                marker = interrupts.get(index)
+                with confined(confinement), interrupting(workspace / marker if marker else None, workspace) as armed:
                     outcome = adapter.run_turn(ctx, TurnContext(index, turn.user, turn.session_boundary, remaining))
                 if outcome.started_at is None:
                     outcome.started_at = turn_started
                 outcomes.append(outcome)
+                if armed is not None and armed.fired:
+                    # The task's deliberate kill: the next turn resumes the session (not a crash).
+                    outcome.interrupted = True
+                    continue
                 if outcome.timed_out:
                     failure = ("HarnessTimeout", outcome.error or f"turn {index} exceeded the wall clock", True)
                     break

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from apparatus.probe.tools import ToolDecl, parse_tools
 from tracetrial.harness import WireFormat
 from tracetrial.harness_text import HARNESS_INJECTED
-from tracetrial.policy import TurnView
+from tracetrial.policy import CallView, TurnView
 
 ItemKind = Literal["user", "assistant", "system", "tool_call", "tool_result"]
 
@@ -88,7 +88,19 @@ class Conversation:
     def view(self) -> TurnView:
         """What the model was shown, as a policy reads it."""
         return TurnView(self.history_text(), self.system_text, self.tool_names, self.tool_descriptions,
-                        self.tool_parameters)
+                        self.tool_parameters, self.calls())
+
+    def calls(self) -> tuple[CallView, ...]:
+        """The model's own tool calls in the request, each with the result shown for it (by call id)."""
+        results = {it.call_id: it.text for it in self.items if it.kind == "tool_result" and it.call_id}
+        out = []
+        for it in self.items:
+            if it.kind != "tool_call":
+                continue
+            args = it.arguments if isinstance(it.arguments, str) else json.dumps(it.arguments, ensure_ascii=False,
+                                                                                 sort_keys=True)
+            out.append(CallView(it.name or "", args, results.get(it.call_id) if it.call_id else None))
+        return tuple(out)
 
     def history_text(self) -> str:
         """What the conversation showed the model, in order: user texts, tool results and

@@ -52,7 +52,7 @@ from apparatus.probe.wire import (
     render_responses,
 )
 from tracetrial.harness import WireFormat
-from tracetrial.policy import Action, CallTool, Final, Observation, ProviderError, Turn, TurnView
+from tracetrial.policy import Action, CallTool, CallView, Final, Observation, ProviderError, Turn, TurnView
 
 APPARATUS = "TraceTrial probe apparatus error"
 
@@ -63,7 +63,7 @@ APPARATUS = "TraceTrial probe apparatus error"
 class StoredView:
     """A :class:`~tracetrial.policy.TurnView` kept compressed: one is stored per policy step for replay."""
 
-    __slots__ = ("_descriptions", "_history", "_parameters", "_system", "_tools")
+    __slots__ = ("_calls", "_descriptions", "_history", "_parameters", "_system", "_tools")
 
     def __init__(self, view: TurnView):
         self._history = zlib.compress(view.history_text.encode("utf-8"), 1)
@@ -71,6 +71,7 @@ class StoredView:
         self._tools = view.tool_names
         self._descriptions = view.tool_descriptions
         self._parameters = view.tool_parameters
+        self._calls = view.calls
 
     @classmethod
     def of(cls, conv: Conversation) -> StoredView:
@@ -96,6 +97,10 @@ class StoredView:
     @property
     def tool_parameters(self) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
         return self._parameters
+
+    @property
+    def calls(self) -> tuple[CallView, ...]:
+        return self._calls
 
 
 @dataclass

@@ -119,6 +119,7 @@ class DeepSeekAdapter(HarnessAdapter):
         mcp=False, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False,
         model_call_budget=False,  # neither cordis.yml nor the runtime exposes one
         history_replay=False,  # no session fork in the runtime's protocol
+        turn_interrupt=False,  # one JSON-RPC runtime serves every turn: no per-turn process to kill
     )
     install_hint: ClassVar[str] = install_hint("deepseek")
 

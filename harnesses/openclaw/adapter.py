@@ -382,11 +382,19 @@ class OpenClawAdapter(CliAdapter):
         """The CLI turn; a Gateway-backed turn whose sub-agent work the deadline cut off
         (:data:`~harnesses.openclaw.gateway_turn.CUT_OFF`, OpenClaw's timeout status) is a
         timed-out turn: it used the whole wall clock and its work was not finished."""
+        known = ctx.session_id
         outcome = super().run_turn(ctx, turn)
         if (uses_gateway(ctx) and not outcome.timed_out and outcome.exit_code == TIMEOUT_EXIT
                 and cut_off(outcome.stderr)):
             outcome.timed_out = True
             outcome.error = CUT_OFF
+        if outcome.session_id is None:
+            # No result on stdout (a turn killed mid-way, e.g. by the task's interrupt): an
+            # ``agent exec`` session names itself, so its id is found in the session store,
+            # or the next turn could not resume it.
+            started = latest_session(self.state_dir(ctx), exclude={known} if known else set())
+            if started is not None:
+                ctx.session_id = outcome.session_id = started
         return outcome
 
     def gateway_argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
@@ -523,6 +531,31 @@ def dump_tables(db: Path, dest: Path, tables: dict[str, str]) -> list[Path]:
     finally:
         con.close()
     return out
+
+
+def latest_session(state: Path, exclude: set[str]) -> str | None:
+    """The id of the session started last in the agents' session stores (``session_nodes``:
+    ``current_session_id``, ``entry.sessionStartedAt``), ids in ``exclude`` left out; ``None``
+    when there is none or a store cannot be read."""
+    best: tuple[float, str] | None = None
+    for db in sorted(state.glob("agents/*/agent/openclaw-agent.sqlite")):
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2)
+            try:
+                rows = con.execute("select current_session_id, entry_json from session_nodes").fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            continue
+        for sid, entry in rows:
+            if not isinstance(sid, str) or not sid or sid in exclude:
+                continue
+            data = _parse(entry) if isinstance(entry, str) else {}
+            started = data.get("sessionStartedAt") if isinstance(data, dict) else None
+            key = (float(started) if isinstance(started, (int, float)) else 0.0, sid)
+            if best is None or key > best:
+                best = key
+    return best[1] if best else None
 
 
 def dump_session_store(db: Path, dest: Path) -> list[Path]:

@@ -888,7 +888,7 @@ def normalize(
             norm.degrade(f"turn {t.index}: no result on stdout; its run's session.ended record ends the turn")
         elif res.data is None:
             norm.unfinished_turn(t.index, f"turn {t.index}: stdout has no JSON result ({res.error})")
-        elif not any(tturn[i] == t.index for i in range(len(transcript))):
+        elif not any(tturn.get(i) == t.index for i in range(len(transcript))):
             norm.degrade(f"turn {t.index}: no transcript rows for run {res.run_id} (tool exchange not observable)")
         norm.parsed_any = norm.parsed_any or res.data is not None
         norm.stderr(t, SRC_STDERR)

@@ -291,3 +291,28 @@ def test_hang_ends_at_the_deadline_and_the_archive_is_kept(tmp_path: Path, hangi
         assert trace.trace_complete
     else:
         assert trace.trace_complete is False
+
+
+def test_the_session_of_a_turn_killed_before_its_result_is_found_in_the_store(tmp_path: Path) -> None:
+    """``agent exec`` names its own session and reports it only in its stdout result; a turn the
+    runner killed (a task's interrupt) has none, so the next turn would start afresh instead of
+    resuming. The id comes from the session store: the session started last, earlier ones left out."""
+    import sqlite3
+
+    from harnesses.openclaw.adapter import latest_session
+
+    db = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.execute("create table session_nodes (session_key text, current_session_id text, entry_json text)")
+    for sid, started in (("s-old", 1000), ("s-killed", 2000)):
+        con.execute("insert into session_nodes values (?, ?, ?)",
+                    (f"agent:main:explicit:{sid}", sid, json.dumps({"sessionId": sid, "sessionStartedAt": started})))
+    con.commit()
+    con.close()
+    assert latest_session(tmp_path, exclude=set()) == "s-killed"
+    assert latest_session(tmp_path, exclude={"s-killed"}) == "s-old"
+    assert latest_session(tmp_path / "nothing-here", exclude=set()) is None
+    (tmp_path / "agents" / "other" / "agent").mkdir(parents=True)
+    (tmp_path / "agents" / "other" / "agent" / "openclaw-agent.sqlite").write_text("not a database")
+    assert latest_session(tmp_path, exclude=set()) == "s-killed"  # an unreadable store is skipped

@@ -373,3 +373,21 @@ def test_rule8_only_native_sources_and_no_framing_events(case: str) -> None:
 def _obj_role(row: dict) -> str | None:
     message = row.get("event", {}).get("message")
     return message.get("role") if isinstance(message, dict) else None
+
+
+
+def test_a_turn_the_runner_killed_normalizes_and_its_repair_is_visible() -> None:
+    """Real records of a turn killed mid-call by a task's interrupt (SIGKILL; no stdout result),
+    then resumed: the killed turn's rows stay in the trace (this raised KeyError on a transcript
+    row no turn claims before), and the resumed turn's model input shows OpenClaw's own repair of
+    the call left without a result."""
+    g = load_golden(HARNESS, "interrupted_turn")
+    assert [(t["exit_code"], t["interrupted"]) for t in g.meta["turns"]] == [(None, True), (0, False)]
+    modes = [json.loads((g.native / f"turn-{i}.invocation.json").read_text())["mode"] for i in (1, 2)]
+    assert modes == ["exec", "resume"]
+    trace = run(g)
+    assert any("turn 1: stdout has no JSON result" in n for n in trace.notes)
+    killed = [c for c in tools(trace) if "touch .tt-kill" in json.dumps(c.tool_call.arguments if c.tool_call else {})]
+    assert killed, "the killed call is in the trace"
+    text = json.dumps([r for r in rows(g)], ensure_ascii=False)
+    assert "missing tool result in session history; inserted synthetic error result" in text

@@ -131,3 +131,33 @@ def test_an_unquoted_secret_is_refused_where_the_snapshot_would_break(example_pa
     # what the archive keeps loads too
     path.write_text(text + 'secrets: ["[REDACTED]"]\n', encoding="utf-8")
     assert load_task(example_pack).spec.secrets == ["[REDACTED]"]
+
+
+def _two_turns(pack: Path, boundary: dict[str, object] | None) -> None:
+    (pack / "turns.json").write_text(json.dumps({"turns": [{"user": "Continue where you left off.",
+                                                            "session_boundary": boundary}]}))
+    edit_yaml(pack / "task.yaml", conversation="multi", budgets={"max_user_turns": 2})
+
+
+def test_an_interrupted_turn_followed_by_a_resume_loads(example_pack: Path) -> None:
+    _two_turns(example_pack, {"kind": "resume"})
+    edit_yaml(example_pack / "task.yaml", interrupts=[{"turn": 1, "marker": ".tt-kill"}])
+    task = load_task(example_pack)
+    assert [(i.turn, i.marker) for i in task.spec.interrupts] == [(1, ".tt-kill")]
+
+
+@pytest.mark.parametrize(("boundary", "interrupts", "expected"), [
+    ({"kind": "resume"}, [{"turn": 2, "marker": ".tt-kill"}], "turn 2 is interrupted but no turn follows it"),
+    (None, [{"turn": 1, "marker": ".tt-kill"}], "turn 2 follows an interrupted turn but does not resume its session"),
+    ({"kind": "new_session"}, [{"turn": 1, "marker": ".tt-kill"}], "does not resume its session"),
+    ({"kind": "resume"}, [{"turn": 1, "marker": "../outside"}], "path '../outside'"),
+    ({"kind": "resume"}, [{"turn": 1, "marker": "/tmp/kill"}], "path '/tmp/kill'"),
+    ({"kind": "resume"}, [{"turn": 1, "marker": "a"}, {"turn": 1, "marker": "b"}], "turn 1 is interrupted twice"),
+])
+def test_an_interrupt_that_cannot_be_resumed_or_escapes_the_workspace_is_refused(
+        example_pack: Path, boundary: dict[str, object] | None, interrupts: list[dict[str, object]],
+        expected: str) -> None:
+    _two_turns(example_pack, boundary)
+    edit_yaml(example_pack / "task.yaml", interrupts=interrupts)
+    msg = errors_of(example_pack)
+    assert expected in msg

@@ -183,3 +183,39 @@ def test_concurrent_runs_stay_separate(probe, write_policy):
         key = "cmd" if fmt == "responses" else "command"
         assert results[rid] == ",".join(f'{rid}:{{"{key}": "echo {i}"}}' for i in range(4))
         assert len(probe.finish_run(rid).requests) == 5
+
+
+# The three wire shapes of a resumed request whose earlier call was answered (c1) or left without
+# a result (c2: the call a harness kept from a killed turn without answering it).
+_CHAT = {"model": "probe", "messages": [
+    {"role": "user", "content": "pay"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "cat a.json"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "shell", "arguments": '{"command": "./pay.sh INV-1"}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "{\"invoice\": \"INV-1\"}"},
+    {"role": "user", "content": "continue"}]}
+_ANTHROPIC = {"model": "probe", "messages": [
+    {"role": "user", "content": "pay"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "Bash", "input": {"command": "cat a.json"}},
+                                      {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": "./pay.sh INV-1"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "{\"invoice\": \"INV-1\"}"},
+                                 {"type": "text", "text": "continue"}]}]}
+_RESPONSES = {"model": "probe", "input": [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "pay"}]},
+    {"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "cat a.json"}', "call_id": "c1"},
+    {"type": "function_call_output", "call_id": "c1", "output": "{\"invoice\": \"INV-1\"}"},
+    {"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "./pay.sh INV-1"}', "call_id": "c2"},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "continue"}]}]}
+
+
+@pytest.mark.parametrize(("parse", "body", "tool"), [("parse_chat", _CHAT, "shell"), ("parse_anthropic", _ANTHROPIC, "Bash"),
+                                                     ("parse_responses", _RESPONSES, "exec_command")])
+def test_a_policy_sees_its_own_earlier_calls_and_which_have_a_result(parse: str, body: dict, tool: str) -> None:
+    from apparatus.probe import conversation
+
+    view = getattr(conversation, parse)(body).view()
+    turn = Turn(2, "continue", view=view)
+    assert [(c.name, "pay.sh" in c.arguments, c.result) for c in turn.calls] == [
+        (tool, False, '{"invoice": "INV-1"}'), (tool, True, None)]
+    assert "pay.sh" not in turn.history_text  # the model's own words stay out of history_text
+    assert Turn(1, "x").calls == ()
