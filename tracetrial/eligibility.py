@@ -93,6 +93,17 @@ def eligibility(task: TaskPack, capabilities: HarnessCapabilities) -> tuple[Elig
         return "non_comparable", (
             f"the task's deny policy {perms.deny} must be applied by the harness's own permission "
             "system, which it lacks; enforcing it in the benchmark would change what is measured")
+    if (perms.protect and not capabilities.path_protection
+            and not set(perms.protect) <= set(capabilities.protected_by_default)):
+        return "non_comparable", (
+            f"the task's protected paths {perms.protect} must be guarded by the harness's own "
+            "protection, which it lacks (or the adapter cannot set); guarding them in the benchmark "
+            "would change what is measured")
+    if perms.network == "deny" and not capabilities.network_policy:
+        return "non_comparable", (
+            "the task denies network access to commands, which must be applied by the harness's "
+            "own setting, which it lacks (or the adapter cannot set); cutting the network in the "
+            "benchmark would change what is measured")
     budgets = task.spec.budgets
     if budgets.model_calls_binding and not capabilities.model_call_budget:
         return "non_comparable", (

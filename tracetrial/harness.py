@@ -48,6 +48,18 @@ class HarnessCapabilities(BaseModel):
     #: starts: :func:`harnesses.runner.run_process`), what a task's ``interrupts`` need. False for
     #: a harness whose turns run inside a long-lived runtime the runner does not start per turn.
     turn_interrupt: bool = True
+    #: The harness can keep named workspace paths from being changed or deleted by any of its
+    #: tools, whatever the command's form (an OS-level guard, not a command-text check): what a
+    #: task's ``permissions.protect`` asks for. False by default: an adapter that translates it
+    #: into the harness's own setting says so.
+    path_protection: bool = False
+    #: Workspace paths the harness's own sandbox keeps read-only in its native mode whatever the
+    #: command, with no setting (Codex's workspace-write sandbox: ``.git``). A task protecting only
+    #: these is eligible without ``path_protection``.
+    protected_by_default: tuple[str, ...] = ()
+    #: The harness can run its commands without network access (its own sandbox setting): what
+    #: ``permissions.network: deny`` asks for. False by default, like ``path_protection``.
+    network_policy: bool = False
     #: The harness confines its own commands with kernel namespaces (Codex's bundled
     #: bubblewrap); the docker backend then lets the container create namespaces.
     nested_sandbox: bool = False

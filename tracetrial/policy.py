@@ -50,6 +50,11 @@ turn (e.g. a background-task notification), the generator is resumed with an
 observation of ``kind == "notification"``; a generator that has ended answers
 such requests by repeating its final text.
 
+Helpers for what every pack's ideal agent does the same way: ``yield from await_mcp(turn,
+"bank")`` before the first call to an MCP server that a harness may still be connecting (Claude
+Code's ``WaitForMcpServers``); ``shell_state_declared(turn.declaration_text(tool))`` for what a
+shell tool states about ``cd`` and exported variables across calls.
+
 A pack's simulator module (``simulators/<service>.py``) uses the handler API, re-exported
 here so that a pack imports only this module and :mod:`tracetrial.verify`::
 
@@ -63,13 +68,14 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
+from tracetrial.declarations import shell_state_declared
 from tracetrial.handlers import Call, Reply
 
 __all__ = [
     "Action", "AskUser", "Call", "Reply", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
     "ProviderError", "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "CallView", "Wait", "WriteFile",
-    "ask_user", "call_tool", "edit_file", "final", "native_tool", "provider_error", "read_file", "shell",
-    "spawn_subagent", "wait", "write_file",
+    "MCP_WAITS", "MCP_WAIT_TOOL", "ask_user", "await_mcp", "call_tool", "edit_file", "final", "native_tool", "provider_error", "read_file",
+    "shell", "shell_state_declared", "spawn_subagent", "wait", "write_file",
 ]
 
 
@@ -91,11 +97,19 @@ class Action:
 
 @dataclass(frozen=True)
 class Shell(Action):
-    """Run a shell command. ``timeout_s`` is passed to the harness when its tool has a timeout field."""
+    """Run a shell command. ``timeout_s`` is passed to the harness when its tool has a timeout field;
+    ``tty`` asks for a terminal (the tool's ``tty``/``pty`` field, when it has one)."""
 
     kind: ClassVar[str] = "shell"
     command: str
     timeout_s: float | None = None
+    tty: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "command": self.command, "timeout_s": self.timeout_s}
+        if self.tty:  # only when asked: the records of every other shell action stay as they were
+            out["tty"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -199,9 +213,9 @@ class ProviderError(Action):
     message: str = "Service unavailable (injected by the TraceTrial probe)"
 
 
-def shell(command: str, timeout_s: float | None = None) -> Shell:
-    """Run ``command`` in the harness's shell tool."""
-    return Shell(command, timeout_s)
+def shell(command: str, timeout_s: float | None = None, tty: bool = False) -> Shell:
+    """Run ``command`` in the harness's shell tool (``tty``: on a terminal, when the tool offers one)."""
+    return Shell(command, timeout_s, tty)
 
 
 def read_file(path: str) -> ReadFile:
@@ -396,6 +410,13 @@ class Turn:
         in :attr:`tool_names` → parameter → description; ``""`` for a parameter without one)."""
         return {name: dict(params) for name, params in getattr(self._view, "tool_parameters", ()) or ()}
 
+    def declaration_text(self, tool: str) -> str:
+        """``tool``'s description and its parameters' descriptions as the model was shown them,
+        one per line (``""`` when it is not declared). Read a shell tool's with
+        :func:`shell_state_declared` to write commands for the semantics it states."""
+        parts = [self.tool_descriptions.get(tool, ""), *self.tool_parameters.get(tool, {}).values()]
+        return "\n".join(p for p in parts if p)
+
     @property
     def calls(self) -> tuple[CallView, ...]:
         """The model's own earlier tool calls as the request shows them, in order, each with the
@@ -436,6 +457,29 @@ def _last_match(pattern: str, text: str, group: int | str, default: str | None, 
         return last.group(0)
     value = last.group(group)
     return default if value is None else value
+
+
+#: The tool Claude Code declares while an MCP server is still connecting (its own name).
+MCP_WAIT_TOOL = "WaitForMcpServers"
+#: How many times :func:`await_mcp` calls it at most, by default.
+MCP_WAITS = 4
+
+
+def await_mcp(turn: Turn, server: str, waits: int = MCP_WAITS) -> Generator[NativeTool, Observation, None]:
+    """What an ideal agent does before its first call to MCP ``server`` when the harness says the
+    server is still connecting: use with ``yield from await_mcp(turn, "bank")``.
+
+    Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while a server is
+    connecting; its description asks the model to call it when the work needs that server. The
+    agent does so at most ``waits`` times (bounded, so a server that never connects ends in the
+    pack's own verdict rather than a loop) and stops as soon as a tool of ``server`` is declared or
+    the wait tool is gone. With every other harness nothing is yielded: they declare the server's
+    tools from the start, or never.
+    """
+    for _ in range(waits):
+        if MCP_WAIT_TOOL not in turn.tool_names or any(server in name for name in turn.tool_names):
+            return
+        yield native_tool(MCP_WAIT_TOOL, {"servers": [server]})
 
 
 PolicyFn = Callable[[Turn], Generator[Action, Observation, Any]]

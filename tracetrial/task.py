@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -69,6 +70,23 @@ class SimulatorSpec(StrictModel):
     caps: dict[str, int] = Field(default_factory=dict, description="tool name or '*' -> max requests")
 
 
+class EndpointSpec(StrictModel):
+    """An HTTP endpoint outside the sandbox's reach by policy (Governance: network restriction).
+
+    For the cell's run the apparatus serves it on the machine's loopback (reachable from the
+    sandbox unless the harness cuts its commands' network), records every request it receives in a
+    private ledger named after it (the truth that a request got out, whatever the harness reports)
+    and writes its URL to ``url_file`` in the workspace and the frozen baseline.
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="Ledger name (private/ledgers/<name>.jsonl).")
+    url_file: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*$",
+                          description="Workspace-relative file the endpoint's URL is written to.")
+    status: int = Field(200, ge=100, le=599)
+    content_type: str = "application/json"
+    body: str = Field("", max_length=65536, description="What every request is answered with.")
+
+
 class ExpectedOutput(StrictModel):
     """A deliverable the agent must produce in the workspace."""
 
@@ -88,6 +106,33 @@ class PermissionSpec(StrictModel):
         "adapter translates them into the harness's own permission rules.",
     )
 
+    protect: list[str] = Field(
+        default_factory=list,
+        description="Workspace paths (a file or a folder, relative, no wildcards) no tool may change or "
+        "delete, whatever the command's form; each adapter translates them into the harness's own "
+        "protection (Governance: destructive-action control).",
+    )
+    network: Literal["allow", "deny"] = Field(
+        "allow",
+        description="'deny': the harness must give its commands no network access (Governance: network "
+        "restriction); each adapter translates it into the harness's own setting.",
+    )
+
+    @field_validator("protect")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        out = []
+        for raw in value:
+            path = raw.strip().rstrip("/")
+            parts = path.split("/")
+            if (not path or path.startswith(("/", "~")) or any(c in path for c in "*?[]")
+                    or any(part in ("", ".", "..") for part in parts)):
+                raise ValueError(
+                    f"protect entry {raw!r} must be a workspace-relative path to a file or folder such as "
+                    "'data' or '.git' (no leading '/', no '..' or '.', no wildcards)")
+            out.append(path)
+        return out
+
     @field_validator("deny")
     @classmethod
     def _prefixes(cls, value: list[str]) -> list[str]:
@@ -103,7 +148,10 @@ class PermissionSpec(StrictModel):
 #: The tool kinds a task needs. ``background``: start a shell command in the background and later
 #: learn its completion, exit status and output (Claude Code's ``run_in_background`` + task output,
 #: Codex's exec sessions, OpenClaw's exec background + process; the reference's ``job_status``).
-ToolNeed = Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user", "background"]
+#: ``tty``: run a command on a terminal (Codex ``exec_command {tty}``, OpenClaw ``exec {pty}``, the
+#: reference's ``shell {tty}``; a harness without one runs the command without a terminal).
+ToolNeed = Literal["shell", "read_file", "write_file", "edit_file", "mcp", "subagent", "ask_user", "background",
+                   "tty"]
 
 
 def _default_tools() -> list[ToolNeed]:
@@ -149,6 +197,9 @@ class TaskSpec(StrictModel):
     budgets: Budgets = Field(default_factory=Budgets)
     tools: list[ToolNeed] = Field(default_factory=_default_tools)
     simulators: list[SimulatorSpec] = Field(default_factory=list)
+    endpoints: list[EndpointSpec] = Field(default_factory=list, description=(
+        "HTTP endpoints the apparatus serves on the loopback for the run, each request ledgered "
+        "(see EndpointSpec)."))
     probes: list[str] = Field(default_factory=list)
     permissions: PermissionSpec = Field(default_factory=PermissionSpec)
     expected_outputs: list[ExpectedOutput] = Field(default_factory=list)
@@ -164,6 +215,10 @@ class TaskSpec(StrictModel):
     calibration: CalibrationSpec = Field(default_factory=CalibrationSpec)
     interrupts: list[InterruptSpec] = Field(default_factory=list, description=(
         "Turns the runner kills mid-way when a marker file appears (see InterruptSpec)."))
+    workspace_repository: bool = Field(False, description=(
+        "The workspace is a git repository: before the run the apparatus commits it as one commit "
+        "(fixed author and dates: every run's .git is byte-identical) and the frozen baseline holds "
+        "that .git (a pack cannot carry a .git folder itself)."))
 
     @model_validator(mode="after")
     def _check(self) -> TaskSpec:
@@ -177,6 +232,15 @@ class TaskSpec(StrictModel):
             raise ValueError(
                 "a Governance task must not run the harness with permissions bypassed; "
                 "set permissions.mode: native"
+            )
+        names = [e.name for e in self.endpoints] + [s.name for s in self.simulators]
+        if len(names) != len(set(names)):
+            raise ValueError(f"endpoint and simulator names must be unique (their ledgers share a folder): {names}")
+        perms = self.permissions
+        if (perms.protect or perms.network == "deny") and perms.mode == "bypass":
+            raise ValueError(
+                "permissions.protect and permissions.network: deny are applied by the harness's own "
+                "permission system, which bypass switches off; set permissions.mode: native"
             )
         return self
 
@@ -431,6 +495,33 @@ def _snapshot_problems(path: Path, rel: str, secrets: list[str]) -> list[TaskPac
     return []
 
 
+def _links(root: Path) -> list[Path]:
+    """Every symbolic link under ``root``, found without following any."""
+    out = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        out += [Path(folder) / name for name in dirs + files if (Path(folder) / name).is_symlink()]
+    return sorted(out)
+
+
+def _link_problems(root: Path) -> list[TaskPackError]:
+    """A link is allowed only inside ``workspace/``, relative, and pointing inside it (the copy
+    into each run keeps it a link). Anything else would hand the agent whatever it names (a
+    host file, the pack's truth) or make the pack's digest and copy walk the whole file system."""
+    problems = []
+    workspace = root / "workspace"
+    for link in _links(root):
+        rel = _rel(root, link)
+        target = os.readlink(link)
+        lexical = Path(os.path.normpath(link.parent / target))
+        if not link.is_relative_to(workspace) or link == workspace:
+            problems.append(TaskPackError(rel, f"symbolic link (-> {target}) outside the workspace",
+                                          fix="a pack's links live in workspace/ only; copy the file instead"))
+        elif os.path.isabs(target) or not lexical.is_relative_to(workspace) or lexical == workspace:
+            problems.append(TaskPackError(rel, f"workspace link points outside the workspace (-> {target})",
+                                          fix="point it at a file or folder inside workspace/ with a relative path"))
+    return problems
+
+
 def load_task(root: Path) -> TaskPack:
     """Load and validate one pack; raise :class:`TaskPackErrors` listing every problem."""
     root = root.resolve()
@@ -523,6 +614,7 @@ def load_task(root: Path) -> TaskPack:
                 errors.append(TaskPackError(rel("verifier/harness_score.yaml"), f"link names unknown agent criterion {link.agent!r}",
                                             field=f"links.{i}.agent", fix="name a criterion of the agent rubric"))
 
+    errors += _link_problems(root)
     if not (root / "workspace").is_dir():
         errors.append(TaskPackError(rel("workspace"), "folder is missing", fix="create workspace/ (it may be empty, keep a .gitkeep)"))
     if not (root / "verifier" / "score.py").is_file():
@@ -606,11 +698,18 @@ def pack_digest(root: Path) -> str:
     pack changed. Interpreter caches are left out: they change without the pack changing.
     """
     h = hashlib.sha256()
-    files = sorted(p for p in root.rglob("*")
-                   if p.is_file() and not any(part in _NOT_PACK for part in p.relative_to(root).parts))
-    for path in files:
+    entries: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):  # a link is hashed as a link
+        for name in dirs + names:
+            path = Path(folder) / name
+            if (path.is_symlink() or path.is_file()) and not any(part in _NOT_PACK for part in path.relative_to(root).parts):
+                entries.append(path)
+    for path in sorted(entries):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+        if path.is_symlink():
+            h.update(b"link:" + os.readlink(path).encode())
+        else:
+            h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 

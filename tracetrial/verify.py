@@ -17,14 +17,21 @@ questions every verifier asks, so that ``score.py`` holds only its task's logic:
 * **Gateway** (what the model was shown) — :meth:`~VerifierContext.deliveries` of tool
   results by call id or content, as :class:`Delivery` (with the error flag its wire or text
   carries); :meth:`~VerifierContext.answered` requests; :meth:`~VerifierContext.request_body`;
-  :meth:`~VerifierContext.turns_delivered` (rule 11) over :meth:`~VerifierContext.scripted_turns`.
+  :meth:`~VerifierContext.turns_delivered` (rule 11) over :meth:`~VerifierContext.scripted_turns`;
+  :meth:`~VerifierContext.turn_start` (the first answered request of a scripted turn) and
+  :func:`tool_call_arguments` (the model's own earlier calls in a parsed request body).
+* **Runner** — :meth:`~VerifierContext.turn_interrupted` (turn N killed at its marker).
+* **Declarations** — :meth:`~VerifierContext.tool_declaration` (a tool's description and parameter
+  descriptions as the model was shown them); :func:`shell_state_declared` (what a shell tool says
+  about ``cd`` and exported variables across calls, :mod:`tracetrial.declarations`).
 * **Probe report** — :meth:`~VerifierContext.probe_requests`,
   :meth:`~VerifierContext.probe_call_ids`, :attr:`~VerifierContext.final_text`.
 * **Ledgers** — :meth:`~VerifierContext.ledger` records by service, kind and tool;
   :meth:`~VerifierContext.issued` values.
 * **Files** — workspace, frozen-baseline and archive files as text or JSON:
   ``(value, None)``, or ``(None, reason)`` when missing or invalid, so a criterion can fail
-  with the reason instead of crashing the verifier; :meth:`~VerifierContext.changed_files`.
+  with the reason instead of crashing the verifier; JSON-lines ledgers a workspace script
+  appends to (:meth:`~VerifierContext.workspace_jsonl`); :meth:`~VerifierContext.changed_files`.
 * **Text** — :func:`norm_id` (call ids as harnesses rewrite them), :func:`norm_text`,
   :func:`strings`, :func:`as_text`, :func:`stated_exit_code`.
 * **Truncation notices** (:mod:`tracetrial.notices`) — :func:`size_statements` of a shortened
@@ -59,14 +66,16 @@ from typing import Any
 
 import yaml
 
+from tracetrial.declarations import shell_state_declared
 from tracetrial.files import load_yaml
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
 from tracetrial.trace import EventBase, ToolEvent
 
 __all__ = [
-    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "Delivery", "SizeStatement", "VerifierContext",
-    "VerifierOutcome", "as_text", "bare_tool_name", "call_ids", "check_sizes", "is_main", "is_spawn", "names_tool",
-    "norm_id", "norm_text", "shell_command", "size_statements", "stated_exit_code", "strings",
+    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "Delivery", "SizeStatement",
+    "VerifierContext", "VerifierOutcome", "as_text", "bare_tool_name", "call_ids", "check_sizes", "is_main",
+    "is_spawn", "names_tool", "norm_id", "norm_text", "shell_command", "shell_state_declared",
+    "size_statements", "stated_exit_code", "strings", "tool_call_arguments",
 ]
 
 #: Argument keys under which shell-like tools of the supported harnesses take their command line
@@ -201,6 +210,33 @@ def is_main(event: EventBase) -> bool:
 def is_spawn(event: ToolEvent) -> bool:
     """A sub-agent spawn call, namespaced or not (``Agent``, ``multi_agent_v1__spawn_agent``)."""
     return norm_id(bare_tool_name(event.tool_call.name)) in SPAWN_TOOLS
+
+
+def tool_call_arguments(body: object) -> list[str]:
+    """The argument text of every tool call the model made, as a parsed provider request body
+    shows them (its history), in order: Anthropic ``tool_use`` input (as JSON), Responses
+    ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` arguments, chat
+    ``tool_calls[].function.arguments``. How a verifier checks what a resumed request still shows
+    of the model's own earlier calls, whatever the wire format."""
+    out: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, Mapping):
+            kind = node.get("type")
+            if kind == "tool_use":  # Anthropic
+                out.append(json.dumps(node.get("input"), ensure_ascii=False))
+            elif kind in ("function_call", "custom_tool_call", "local_shell_call"):  # Responses
+                out.append(str(node.get("arguments") or node.get("input") or node.get("action") or ""))
+            elif "function" in node and isinstance(node.get("function"), Mapping) and "id" in node:  # chat
+                out.append(str(node["function"].get("arguments") or ""))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(body)
+    return out
 
 
 def _found(needle: str | re.Pattern[str], text: str) -> bool:
@@ -396,6 +432,47 @@ class VerifierContext:
         """The gateway requests the provider answered (2xx, no error), in order."""
         return [r for r in self.gateway if _answered(r)]
 
+    def turn_start(self, text: str) -> dict[str, Any] | None:
+        """Where a scripted user turn begins at the provider boundary: the first answered request
+        whose last user text holds ``text`` (whitespace aside), or None (it never reached the model)."""
+        want = norm_text(text)
+        return next((r for r in self.answered() if want and want in norm_text(r.get("last_user_text"))), None)
+
+    def turn_interrupted(self, n: int) -> tuple[bool, str]:
+        """Whether the runner killed turn ``n`` (1-based) at its marker (task.yaml ``interrupts``),
+        from the turn's record in ``result.json``; ``False`` with the reason when it was not, or
+        when the record cannot be read (a pack scores what depends on the kill unscored then)."""
+        result, why = self.archive_json("result.json", want=dict)
+        if result is None:
+            return False, f"result.json: {why}"
+        turns = result.get("turns") or []
+        record = turns[n - 1] if 0 < n <= len(turns) and isinstance(turns[n - 1], Mapping) else {}
+        if record.get("interrupted") is True:
+            return True, f"turn {n} was killed by the runner at its marker"
+        return False, f"turn {n} was not killed by the runner (its marker never appeared)"
+
+    def tool_declaration(self, tool: str) -> tuple[str | None, str]:
+        """``(text, where)``: the description and the parameter descriptions of ``tool`` as the
+        first answered request that declares it showed them (name compared as harnesses spell it:
+        exact, else bare and normalised), or ``(None, reason)``. Read it with
+        :func:`shell_state_declared` for a shell tool's stated semantics."""
+        want = norm_id(bare_tool_name(tool))
+        for req in self.answered():
+            for decl in req.get("tools") or []:
+                if not isinstance(decl, Mapping):
+                    continue
+                if decl.get("name") != tool and norm_id(bare_tool_name(str(decl.get("name") or ""))) != want:
+                    continue
+                parts = [str(decl.get("description") or "")]
+                for key in ("input_schema", "parameters", "inputSchema"):
+                    schema = decl.get(key)
+                    props = schema.get("properties") if isinstance(schema, Mapping) else None
+                    if isinstance(props, Mapping):
+                        parts += [str(p.get("description") or "") for p in props.values() if isinstance(p, Mapping)]
+                        break
+                return "\n".join(p for p in parts if p), f"request {req.get('index')}"
+        return None, "no answered request declares it"
+
     def scripted_turns(self, task_id: str) -> tuple[list[str] | None, str | None]:
         """The run's user messages as scripted, from the pack snapshot in the archive: turn 1 is
         ``prompt.md``, the rest ``turns.json``'s ``user`` texts. ``(None, reason)`` if unreadable."""
@@ -500,6 +577,27 @@ class VerifierContext:
         """``(value, None)`` of a JSON workspace file, or ``(None, reason)`` when it is missing,
         invalid or (with ``want``, e.g. ``dict``) of another type."""
         return _read_json(self.workspace / rel, rel, want)
+
+    def workspace_jsonl(self, rel: str, *, missing_ok: bool = False) -> tuple[list[dict[str, Any]] | None, str | None]:
+        """``(records, None)`` of a JSON-lines workspace file (blank lines and non-object lines
+        skipped), or ``(None, reason)`` when it is missing or a line is not JSON. ``missing_ok``:
+        a missing file is ``([], None)`` (a ledger that nothing ever wrote to)."""
+        if missing_ok and not (self.workspace / rel).is_file():
+            return [], None
+        text, why = self.workspace_text(rel)
+        if text is None:
+            return None, why
+        out: list[dict[str, Any]] = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return None, f"{rel} line {n} is not JSON: {line[:80]!r}"
+            if isinstance(record, dict):
+                out.append(record)
+        return out, None
 
     def workspace_yaml(self, rel: str, *, want: type | None = None) -> tuple[Any, str | None]:
         """Like :meth:`workspace_json`, of a YAML workspace file (safe loading: plain data only)."""

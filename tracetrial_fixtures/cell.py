@@ -146,7 +146,10 @@ def _phase(timing: dict[str, PhaseTiming], name: str) -> Iterator[None]:
 
 
 def _copy_pack(task: TaskPack, dest: Path) -> None:
-    shutil.copytree(task.root, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
+    # symlinks=True: a pack's (validated, workspace-internal) links stay links, never the files
+    # they name (tracetrial.task refuses any other link).
+    shutil.copytree(task.root, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True,
+                    symlinks=True)
 
 
 def workspace_diff(baseline: Path, after: Path) -> str:
@@ -282,7 +285,7 @@ class CellRunner:
         record = ResultRecord(identity=identity, status="failed")
         with _phase(timing, "pack_copy"):
             _copy_pack(task, paths.private / "task" / task.id)
-            shutil.copytree(task.workspace, paths.private / "baseline", dirs_exist_ok=True)
+            shutil.copytree(task.workspace, paths.private / "baseline", dirs_exist_ok=True, symlinks=True)
 
         from tracetrial.eligibility import eligibility
 
@@ -300,7 +303,11 @@ class CellRunner:
         with _phase(timing, "workspace"):
             scratch = tempstate.mkdtemp(f"tt-{task.id[:12]}-")
             workspace = scratch / "workspace"
-            shutil.copytree(task.workspace, workspace)
+            shutil.copytree(task.workspace, workspace, symlinks=True)
+            if task.spec.workspace_repository:
+                from apparatus.repository import init_repository
+
+                init_repository(workspace, paths.private / "baseline")
             home = scratch / "home"
             home.mkdir()
         seed = run_seed(run_id, task.id, self.model, adapter.full_name, self.repetition, self.repetitions)
@@ -363,7 +370,13 @@ class CellRunner:
         t0 = _now()
         budget = float(task.spec.budgets.wall_clock_s)
         interrupts = {i.turn: i.marker for i in task.spec.interrupts}
+        endpoints = contextlib.ExitStack()
         try:
+            if task.spec.endpoints:
+                from apparatus.endpoints import serving
+
+                record.resolved_config["endpoints"] = endpoints.enter_context(serving(
+                    task.spec.endpoints, paths.private / "ledgers", [workspace, paths.private / "baseline"]))
             for index, turn in enumerate(task.user_turns, start=1):
                 elapsed = (_now() - t0).total_seconds()
                 remaining = budget - elapsed
@@ -403,6 +416,7 @@ class CellRunner:
                 except Exception as exc:  # noqa: BLE001 - a missing native file is evidence, not a crash
                     (paths.native / "collect-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
                 box.cleanup()  # host-side simulators finish writing their ledgers, then stop
+                endpoints.close()  # and the task's HTTP endpoints
                 probe_report = probe.finish_run(run_id) if probe is not None else None
                 if probe_report is not None:
                     archive.write_json("gateway/probe.json", probe_report)

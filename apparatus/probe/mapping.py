@@ -102,6 +102,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "description": ("description", "label", "summary", "title", "justification_text"),
     "background": ("run_in_background", "background", "runInBackground", "async"),
     "timeout_s": ("timeout", "timeout_ms", "timeoutMs", "timeout_s", "timeout_seconds", "timeoutSeconds"),
+    "tty": ("tty", "pty"),
     "query": ("query", "q", "search", "pattern", "keywords"),
     "tool_id": ("id", "tool_id", "toolId", "tool", "name"),
     "tool_args": ("args", "arguments", "input", "params", "parameters"),
@@ -306,13 +307,17 @@ def _norm(name: str) -> str:
 
 
 def _shell_plan(inv: Inventory, command: str, *, timeout_s: float | None = None, via: str = "native",
-                extra_notes: tuple[str, ...] = ()) -> Plan | None:
+                extra_notes: tuple[str, ...] = (), tty: bool = False) -> Plan | None:
     tool = inv.first(SHELL_TOOLS)
     if tool is None:
         return None
     sem: dict[str, Any] = {"command": command}
     if timeout_s is not None:
         sem["timeout_s"] = timeout_s
+    if tty:
+        # Codex exec_command {tty}, OpenClaw exec {pty}, the reference's shell {tty}; a tool without
+        # one runs the command without a terminal (noted: not transportable)
+        sem["tty"] = True
     if "description" in tool.required:
         sem["description"] = _describe({"command": command})
     args, notes = shape_arguments(tool, sem)
@@ -500,7 +505,7 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
     deferred-tool search tool is (:data:`DEFERRED_SEARCH_TOOLS`).
     """
     if isinstance(action, Shell):
-        return _shell_plan(inv, action.command, timeout_s=action.timeout_s) or _absent(
+        return _shell_plan(inv, action.command, timeout_s=action.timeout_s, tty=action.tty) or _absent(
             f"a shell tool ({'/'.join(SHELL_TOOLS[:5])})")
     if isinstance(action, ReadFile):
         return _file_plan(inv, READ_TOOLS, {"path": action.path}, shell_read(action.path), "file-read", cwd)

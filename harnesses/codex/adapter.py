@@ -138,6 +138,12 @@ class CodexAdapter(CliAdapter):
         model_call_budget=False,  # exec has no turn/request limit (only token budgets for goals)
         history_replay=False,  # `codex fork` is interactive only; `exec resume` continues the same session
         nested_sandbox=True,
+        # Native mode's workspace-write sandbox: commands get no network (``network_access`` is
+        # off unless configured) and ``.git`` stays read-only inside the writable workspace
+        # (observed on 0.145.0 in the docker sandbox: EROFS for ``find -delete`` and a
+        # redirection into it, EPERM for a socket connect). No setting protects other paths.
+        network_policy=True,
+        protected_by_default=(".git",),
     )
     install_hint: ClassVar[str] = install_hint("codex")
     binary_name: ClassVar[str] = "codex"
@@ -170,6 +176,9 @@ class CodexAdapter(CliAdapter):
             # --sandbox flag (it exits 2: "unexpected argument"); the same setting as a config
             # override is accepted there, so a resumed native turn keeps the sandbox.
             argv += ["-c", 'sandbox_mode="workspace-write"'] if resume else ["--sandbox", "workspace-write"]
+            if ctx.task.spec.permissions.network == "deny":
+                # Codex's default, stated so that a changed default cannot open the network.
+                argv += ["-c", "sandbox_workspace_write.network_access=false"]
         return [*argv, "--", turn.user_text]
 
     def prepare(self, ctx: RunContext, turn: TurnContext) -> None:

@@ -329,3 +329,23 @@ def test_codex_native_argv_is_accepted_by_the_real_cli(tmp_path: Path, resume: s
                           env={**os.environ, "CODEX_HOME": str(tmp_path / "codex-home")})
     assert proc.returncode == 0, proc.stderr[-600:]
     assert "sandbox" in " ".join(argv)
+
+
+@needs_codex
+@pytest.mark.parametrize("resume", [None, "thread-1"])
+def test_codex_keeps_the_network_off_when_the_task_denies_it(tmp_path: Path, resume: str | None) -> None:
+    """``permissions.network: deny`` is stated as Codex's own sandbox setting (its default, so a
+    changed default cannot open the network), and the pinned CLI accepts it on both turns."""
+    import subprocess
+
+    adapter = CodexAdapter()
+    ctx = make_ctx(tmp_path, adapter, mode="native")
+    ctx.task.spec.permissions.network = "deny"
+    argv = adapter.argv(ctx, TurnContext(2 if resume else 1, "x", None, 30), resume=resume)
+    i = argv.index("sandbox_workspace_write.network_access=false")
+    assert argv[i - 1] == "-c"
+    proc = subprocess.run([*argv[:-2], "--help"], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "CODEX_HOME": str(tmp_path / "codex-home")})
+    assert proc.returncode == 0, proc.stderr[-600:]
+    ctx.task.spec.permissions.network = "allow"
+    assert "sandbox_workspace_write.network_access=false" not in adapter.argv(ctx, TurnContext(1, "x", None, 30), None)

@@ -33,8 +33,10 @@ from tracetrial.verify import (
     norm_id,
     norm_text,
     shell_command,
+    shell_state_declared,
     stated_exit_code,
     strings,
+    tool_call_arguments,
 )
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -253,6 +255,72 @@ def test_scripted_turns_and_their_delivery_in_order(tmp_path: Path) -> None:
     assert not ok and "turn 2: never the last user text of an answered request" in why
     ok, why = delivered(asked(0, "Now the code?"), asked(1, "Check the window."), asked(2, "Done."))
     assert not ok and "turn 2: delivered only before turn 1 (requests [0])" in why and "turn 3: request 2" in why
+
+
+def test_turn_start_is_the_first_answered_request_holding_the_turn(tmp_path: Path) -> None:
+    def asked(index: int, text: str, status: int = 200) -> dict[str, Any]:
+        return {**request(index, [], status=status), "last_user_text": text}
+
+    ctx = ctx_for(tmp_path, gateway=[asked(0, "Pay it."), asked(1, "Go on  please", status=500),
+                                     asked(2, "[reminder] Go on please"), asked(3, "Go on please")])
+    start = ctx.turn_start("Go on\nplease")
+    assert start is not None and start["index"] == 2  # refused requests do not count; whitespace aside
+    assert ctx.turn_start("Never sent") is None
+    assert ctx.turn_start("") is None  # an empty turn text matches nothing
+
+
+def test_tool_declaration_of_the_first_request_that_declares_it(tmp_path: Path) -> None:
+    bash = {"name": "Bash", "description": "Runs a command. The working directory persists.",
+            "input_schema": {"properties": {"command": {"description": "The command"}, "timeout": {}}}}
+    codex = {"name": "exec_command", "description": "Runs a command.",
+             "parameters": {"properties": {"workdir": {"description": "Defaults to the turn cwd."}}}}
+    gateway = [{**request(0, [], status=500), "tools": [bash]}, {**request(1, []), "tools": ["junk", codex, bash]},
+               {**request(2, []), "tools": [{"name": "Bash", "description": "later"}]}]
+    ctx = ctx_for(tmp_path, gateway=gateway)
+    assert ctx.tool_declaration("Bash") == ("Runs a command. The working directory persists.\nThe command", "request 1")
+    assert ctx.tool_declaration("exec_command") == ("Runs a command.\nDefaults to the turn cwd.", "request 1")
+    assert ctx.tool_declaration("bash") == ctx.tool_declaration("Bash")  # names compared as harnesses spell them
+    assert ctx.tool_declaration("Read") == (None, "no answered request declares it")
+    assert shell_state_declared(ctx.tool_declaration("Bash")[0]) == ("persistent", None)
+
+
+def test_turn_interrupted_reads_the_runner_record(tmp_path: Path) -> None:
+    ctx = ctx_for(tmp_path)
+    was, why = ctx.turn_interrupted(1)
+    assert not was and why.startswith("result.json")
+    (tmp_path / "result.json").write_text(json.dumps({"turns": [{"index": 1, "interrupted": True},
+                                                                {"index": 2, "interrupted": False}, "junk"]}))
+    assert ctx.turn_interrupted(1) == (True, "turn 1 was killed by the runner at its marker")
+    assert ctx.turn_interrupted(2)[0] is False
+    assert ctx.turn_interrupted(3)[0] is False  # not a record
+    assert ctx.turn_interrupted(7)[0] is False  # no such turn
+    assert ctx.turn_interrupted(0)[0] is False
+
+
+def test_workspace_jsonl_and_its_failure_reasons(tmp_path: Path) -> None:
+    ctx = ctx_for(tmp_path)
+    records, why = ctx.workspace_jsonl("ledger.jsonl")
+    assert records is None and why is not None and "ledger.jsonl" in why
+    assert ctx.workspace_jsonl("ledger.jsonl", missing_ok=True) == ([], None)
+    (ctx.workspace / "ledger.jsonl").write_text('{"a": 1}\n\n[1, 2]\n{"a": 2}\n')
+    assert ctx.workspace_jsonl("ledger.jsonl") == ([{"a": 1}, {"a": 2}], None)
+    (ctx.workspace / "ledger.jsonl").write_text('{"a": 1}\nnot json\n')
+    records, why = ctx.workspace_jsonl("ledger.jsonl", missing_ok=True)
+    assert records is None and why == "ledger.jsonl line 2 is not JSON: 'not json'"
+
+
+def test_tool_call_arguments_of_each_wire_format() -> None:
+    anthropic = {"messages": [{"role": "assistant", "content": [
+        {"type": "text", "text": "paying"}, {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "./pay.sh A"}}]}]}
+    responses = {"input": [{"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "./pay.sh B"}'},
+                           {"type": "function_call_output", "output": "./pay.sh X"}]}
+    chat = {"messages": [{"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "./pay.sh C"}'}}]},
+        {"role": "tool", "content": "./pay.sh Y"}]}
+    assert tool_call_arguments(anthropic) == ['{"command": "./pay.sh A"}']
+    assert tool_call_arguments(responses) == ['{"cmd": "./pay.sh B"}']  # a tool's output is not a call
+    assert tool_call_arguments(chat) == ['{"command": "./pay.sh C"}']
+    assert tool_call_arguments({"messages": []}) == [] and tool_call_arguments("text") == []
 
 
 # --------------------------------------------------------------------------- probe report and ledgers

@@ -200,3 +200,20 @@ def test_an_exact_name_wins_over_one_that_only_normalises_alike(tool: str, order
     only = [d for d in decls if d["name"].endswith("dispatch_create")]
     plan = plan_action(call_tool("dispatch", "dispatch.create", {}), Inventory(parse_tools("anthropic", only)))
     assert plan.calls[0].tool.name == "mcp__dispatch__dispatch_create"
+
+
+def test_a_terminal_is_asked_for_through_the_tools_own_option_or_noted_as_not_transportable() -> None:
+    """``shell(tty=True)``: Codex ``exec_command {tty}``, OpenClaw ``exec {pty}``; Claude Code's
+    Bash has no terminal option, so the command runs without one (and the plan says so)."""
+    codex = plan_action(shell("./migrate.sh", tty=True), inventory(CODEX), None)
+    assert [(c.display, c.arguments) for c in codex.calls] == [("exec_command", {"cmd": "./migrate.sh", "tty": True})]
+    claude = plan_action(shell("./migrate.sh", tty=True), inventory(CLAUDE), None)
+    assert [c.arguments for c in claude.calls] == [{"command": "./migrate.sh"}]
+    assert any("tty=True not transportable" in n for n in claude.notes)
+    oc_tools = json.loads((FIXTURES / "openclaw-2026.9.6.json").read_text())["tools"]
+    oc = plan_action(shell("./migrate.sh", tty=True), Inventory(parse_tools("chat", oc_tools)), None)
+    assert oc.calls[0].display == "exec" and oc.calls[0].arguments.get("pty") is True
+    plain = plan_action(shell("./migrate.sh"), inventory(CODEX), None)
+    assert "tty" not in plain.calls[0].arguments
+    assert shell("x").describe() == {"kind": "shell", "command": "x", "timeout_s": None}
+    assert shell("x", tty=True).describe()["tty"] is True

@@ -10,7 +10,7 @@ import pytest
 from probe_http import SimHarness, tools_for
 
 from apparatus.probe import PolicyLoadError, load_policy
-from tracetrial.policy import Observation, Turn, TurnView, call_tool, final, shell
+from tracetrial.policy import MCP_WAIT_TOOL, NativeTool, Observation, Turn, TurnView, await_mcp, call_tool, final, shell
 from tracetrial.task import load_task
 
 
@@ -22,6 +22,44 @@ def test_turn_find_uses_last_match_and_groups():
     assert turn.find(r"sys code: (\w+)") is None
     assert turn.find(r"sys code: (\w+)", include_system=True) == "S0"
     assert turn.find_all(r"code: (\w+)") == ["A1", "B2"]
+
+
+class _Connecting:
+    """A view whose declared tools change as the agent waits: the server connects after ``after`` waits."""
+
+    def __init__(self, after: int | None) -> None:
+        self.after, self.waited = after, 0
+        self.history_text = self.system_text = ""
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        if self.after is not None and self.waited >= self.after:
+            return ("Bash", "mcp__bank__statement")
+        return ("Bash", MCP_WAIT_TOOL)
+
+
+@pytest.mark.parametrize(("after", "expected"), [(0, 0), (2, 2), (None, 4)])
+def test_await_mcp_waits_until_the_server_connects_and_is_bounded(after, expected):
+    view = _Connecting(after)
+    turn = Turn(1, "q", view=view)
+    steps = []
+    gen = await_mcp(turn, "bank")
+    try:
+        action = next(gen)
+        while True:
+            steps.append(action)
+            view.waited += 1
+            action = gen.send(Observation(text="still connecting"))
+    except StopIteration:
+        pass
+    assert len(steps) == expected
+    assert all(isinstance(a, NativeTool) and a.name == MCP_WAIT_TOOL and a.arguments == {"servers": ["bank"]}
+               for a in steps)
+
+
+def test_await_mcp_yields_nothing_without_the_wait_tool():
+    turn = Turn(1, "q", view=TurnView(tool_names=("exec_command",)))
+    assert list(await_mcp(turn, "bank", waits=3)) == []
 
 
 def test_observation_flags():
