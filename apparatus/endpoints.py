@@ -43,7 +43,7 @@ def _handler(spec: EndpointSpec, ledger: Ledger) -> type[BaseHTTPRequestHandler]
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _any
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        def log_message(self, format: str, *args: object) -> None:
             return  # the ledger is the record; nothing on the apparatus's stderr
 
     return Handler
