@@ -87,7 +87,8 @@ def run_seed(run_id: str, task_id: str, model: str, harness: str, repetition: in
     return hashlib.sha256(basis.encode()).hexdigest()[:16]
 
 
-def load_existing(paths: RunPaths, pack_digest: str | None = None) -> tuple[CombinedScore | None, str | None]:
+def load_existing(paths: RunPaths, pack_digest: str | None = None,
+                  harness_version: str | None = None) -> tuple[CombinedScore | None, str | None]:
     """What resuming finds in a cell's folder: ``(score, None)`` for a finished cell whose
     seal verifies, score included; ``(None, problem)`` for a cell that must be neither
     trusted nor re-run (tampered, or sealed and then half-deleted); ``(None, None)`` for a
@@ -96,7 +97,9 @@ def load_existing(paths: RunPaths, pack_digest: str | None = None) -> tuple[Comb
     A legacy cell (sealed before the manifest covered the score) is re-scored in place
     from its verified files and re-sealed, never re-run. A cell that ran on another revision
     of the pack (its ``result.json`` names another ``pack_digest``) is run again: its score
-    measured a task that no longer exists.
+    measured a task that no longer exists. So is a cell another version of the harness ran
+    (``identity.harness_version`` differs from ``harness_version``): an upgraded CLI, or the
+    reference harness after its source changed, is measured, not assumed.
     """
     if not paths.root.is_dir():
         return None, None
@@ -116,6 +119,8 @@ def load_existing(paths: RunPaths, pack_digest: str | None = None) -> tuple[Comb
         return None, None
     if pack_digest is not None and _archived_digest(paths) not in (None, pack_digest):
         return None, None
+    if harness_version is not None and _archived_version(paths) not in (None, harness_version):
+        return None, None
     try:
         return CombinedScore.model_validate_json(paths.combined_score.read_text(encoding="utf-8")), None
     except ValueError:
@@ -130,6 +135,17 @@ def _archived_digest(paths: RunPaths) -> str | None:
         return None
     digest = record.get("resolved_config", {}).get("pack_digest") if isinstance(record, dict) else None
     return digest if isinstance(digest, str) else None
+
+
+def _archived_version(paths: RunPaths) -> str | None:
+    """The harness version a sealed cell ran (``None``: not recorded)."""
+    try:
+        record = json.loads(paths.result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    identity = record.get("identity") if isinstance(record, dict) else None
+    version = identity.get("harness_version") if isinstance(identity, dict) else None
+    return version if isinstance(version, str) else None
 
 
 @contextlib.contextmanager
@@ -216,10 +232,18 @@ class CellRunner:
         self.repetitions = repetitions
         self.paths = RunPaths.for_cell(repetition_root(output, repetition), task.id, model, adapter.full_name)
 
+    def _version(self) -> str | None:
+        """The harness's version now (``None`` when it cannot be read: resuming then trusts the
+        archive's, and running the cell reports why the harness is missing)."""
+        try:
+            return self.adapter.version()
+        except Exception:  # noqa: BLE001 - an uninstalled CLI is reported when the cell runs
+            return None
+
     # ------------------------------------------------------------------ run
     def run(self) -> CellResult:
         if not self.rerun:
-            existing, problem = load_existing(self.paths, self.task.digest)
+            existing, problem = load_existing(self.paths, self.task.digest, self._version())
             if problem is not None:
                 return CellResult(self.paths, None, problem=problem)
             if existing is not None:

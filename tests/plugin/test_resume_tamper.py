@@ -78,6 +78,31 @@ def test_resume_runs_a_cell_of_another_pack_revision_again(tmp_path: Path, recor
     assert problem is None and (score is not None) == resumed
 
 
+@pytest.mark.parametrize(("archived", "now", "resumed"), [
+    ("0.1.0+src.aaaa", "0.1.0+src.aaaa", True), ("0.1.0+src.aaaa", "0.1.0+src.bbbb", False),
+    (None, "0.1.0+src.bbbb", True), ("0.1.0+src.aaaa", None, True)])
+def test_resume_runs_a_cell_of_another_harness_version_again(tmp_path: Path, archived: str | None, now: str | None,
+                                                             resumed: bool) -> None:
+    """A cell another version of the harness ran (an upgraded CLI; the reference after its source
+    changed, e.g. a recalibration) is measured again, not re-reported; an archive without the
+    version, or a harness whose version cannot be read now, resumes as before."""
+    from tracetrial.results import CellIdentity
+    from tracetrial_fixtures.cell import load_existing
+
+    pack = write_task_pack(tmp_path / "tasks", harness=[rule_criterion("H1", "trace_event_exists", event_type="tool")],
+                           agent=[rule_criterion("A1", "verifier")], truth={"verifier_pass": {"A1": True}})
+    task = load_task(pack)
+    builder = RunBuilder(tmp_path / "out", pack, harness="reference")
+    identity = CellIdentity(run_id=builder.run_id, task_id=task.id, task_revision=task.spec.revision,
+                            harness="reference", harness_version=archived, model="probe", protocol="probe")
+    builder.result_overrides = {"identity": identity}
+    run_dir = builder.build()
+    score_run(load_task(run_dir / "private" / "task" / pack.name), run_dir)
+    runner = CellRunner(task, get_harness("reference"), "probe", tmp_path / "out", Services.__new__(Services))
+    score, problem = load_existing(runner.paths, task.digest, now)
+    assert problem is None and (score is not None) == resumed
+
+
 def test_resume_re_reports_an_intact_cell(tmp_path: Path) -> None:
     runner, _ = built_cell(tmp_path)
     result = runner.run()
