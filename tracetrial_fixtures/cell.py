@@ -117,9 +117,10 @@ def load_existing(paths: RunPaths, pack_digest: str | None = None,
         rescore_run(paths.root)
     if not paths.combined_score.is_file():
         return None, None
-    if pack_digest is not None and _archived_digest(paths) not in (None, pack_digest):
+    digest, version = _archived(paths)
+    if pack_digest is not None and digest not in (None, pack_digest):
         return None, None
-    if harness_version is not None and _archived_version(paths) not in (None, harness_version):
+    if harness_version is not None and version not in (None, harness_version):
         return None, None
     try:
         return CombinedScore.model_validate_json(paths.combined_score.read_text(encoding="utf-8")), None
@@ -127,25 +128,18 @@ def load_existing(paths: RunPaths, pack_digest: str | None = None,
         return None, None
 
 
-def _archived_digest(paths: RunPaths) -> str | None:
-    """The pack digest a sealed cell ran on (``None``: an archive older than the field)."""
+def _archived(paths: RunPaths) -> tuple[str | None, str | None]:
+    """The pack digest and the harness version a sealed cell ran on, from one read of its
+    ``result.json`` (``None`` each: not recorded, as in archives older than the field)."""
     try:
         record = json.loads(paths.result.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    digest = record.get("resolved_config", {}).get("pack_digest") if isinstance(record, dict) else None
-    return digest if isinstance(digest, str) else None
-
-
-def _archived_version(paths: RunPaths) -> str | None:
-    """The harness version a sealed cell ran (``None``: not recorded)."""
-    try:
-        record = json.loads(paths.result.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    identity = record.get("identity") if isinstance(record, dict) else None
+        return None, None
+    record = record if isinstance(record, dict) else {}
+    config, identity = record.get("resolved_config"), record.get("identity")
+    digest = config.get("pack_digest") if isinstance(config, dict) else None
     version = identity.get("harness_version") if isinstance(identity, dict) else None
-    return version if isinstance(version, str) else None
+    return (digest if isinstance(digest, str) else None), (version if isinstance(version, str) else None)
 
 
 @contextlib.contextmanager
