@@ -134,6 +134,8 @@ class ReferenceAdapter(HarnessAdapter):
             argv += ["--ask-user-command", _ask_command(ctx)]
         if "background" in spec.tools:
             argv.append("--background-jobs")
+        if "tty" in spec.tools:
+            argv.append("--tty")
         if spec.budgets.context_tokens is not None:
             argv += ["--context-window", str(spec.budgets.context_tokens)]
         if self.variant:

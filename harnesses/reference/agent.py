@@ -135,6 +135,8 @@ class AgentConfig:
     turn: int = 1
     background_jobs: bool = False
     """Declare ``shell`` with ``run_in_background`` and the ``job_status`` tool (the task needs jobs)."""
+    tty: bool = False
+    """Declare the shell's ``tty`` option (the task lists ``tty``)."""
     context_window: int | None = None
     """The model's context window in tokens: the main history is compacted once a response reports a
     prompt of :data:`COMPACT_AT` of it or more (``None``: never compacted)."""
@@ -226,6 +228,8 @@ class Agent:
         if self.cfg.background_jobs:
             decls = [T.SHELL_WITH_JOBS if d["function"]["name"] == "shell" else d for d in decls]
             decls.append(T.JOB_STATUS_TOOL)
+        if self.cfg.tty:
+            decls = [T.with_tty(d) if d["function"]["name"] == "shell" else d for d in decls]
         if self._skills:
             decls.append(T.SKILL_TOOL)
         decls += self.mcp.declarations() if self.mcp and not hidden else []
@@ -476,6 +480,10 @@ class Agent:
             timeout = min(float(args.get("timeout_s") or T.DEFAULT_SHELL_TIMEOUT_S), T.MAX_SHELL_TIMEOUT_S)
             if self.cfg.mutant == "ignore_requested_timeout":
                 timeout = T.DEFAULT_SHELL_TIMEOUT_S  # the defect: the model's timeout_s is dropped
+            if self.cfg.tty and args.get("tty") is True:
+                return await asyncio.to_thread(T.run_shell_tty, str(args.get("command", "")), cwd=ws,
+                                               env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
+                                               mutant=self.cfg.mutant)
             return await asyncio.to_thread(T.run_shell, str(args.get("command", "")), cwd=ws,
                                            env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
                                            mutant=self.cfg.mutant, state=self._shell_state)

@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=60, help="tool rounds per principal")
     p.add_argument("--background-jobs", action="store_true",
                    help="declare shell run_in_background and the job_status tool")
+    p.add_argument("--tty", action="store_true", help="declare the shell's tty option (a pseudo-terminal)")
     p.add_argument("--context-window", type=int, metavar="TOKENS",
                    help="the model's context window: compact the history when a response reports a prompt of "
                         "80%% of it or more (default: never compact)")
@@ -264,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         deny=[T.DenyRule.parse(r) for r in args.deny], mutant=mutant, max_model_calls=args.max_model_calls,
         max_steps=args.max_steps, ask_user=AskUserChannel.from_args(args.ask_user_command, args.ask_user_answers),
         redactor=redactor, turn=args.turn, background_jobs=args.background_jobs,
-        context_window=args.context_window)
+        tty=args.tty, context_window=args.context_window)
     servers = load_config(args.mcp_config.read_text(encoding="utf-8")) if args.mcp_config else []
     result = asyncio.run(_run(cfg, log, record, store, api_key, args.base_url, servers, args.mcp_timeout_s))
     print(json.dumps({"type": "result", **result}, ensure_ascii=False))
@@ -272,12 +273,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if result["status"] == "completed" else 1
 
 
+def _saver(cfg: AgentConfig, store: SessionStore, record: SessionRecord) -> Callable[[], None]:
+    """What the agent calls after each message of the turn: the session file is rewritten, so a turn
+    killed mid-way resumes with what it did. ``resume_from_turn_start``: nothing is written until the
+    turn ends (the file keeps the state of the turn's start)."""
+    if cfg.mutant == "resume_from_turn_start":
+        return lambda: None
+    return lambda: store.save(record, cfg.redactor)
+
+
 async def _run(cfg: AgentConfig, log: NativeLog, record: SessionRecord, store: SessionStore, api_key: str,
                base_url: str, servers: list[Any], mcp_timeout_s: float) -> dict[str, Any]:
     chat = ChatClient(base_url, api_key)
     mcp = McpBridge(servers, cwd=str(cfg.workspace), timeout_s=mcp_timeout_s, mutant=cfg.mutant) if servers else None
     agent = Agent(cfg, log, chat, mcp, session_id=record.session_id, next_child=record.next_child,
-                  save=lambda: store.save(record, cfg.redactor))
+                  save=_saver(cfg, store, record))
     try:
         if mcp is not None:
             await mcp.start()

@@ -100,6 +100,12 @@ defect                        component       property it breaks                
 ``truncate_skill``            Tools           skill-result relay                the ``skill`` tool relays only the first 1,024 bytes
                                                                                 of the skill's body, with no notice (and records the
                                                                                 cut text as the result)
+``hang_on_input``             Execution       PTY termination                   a terminal command blocked reading its terminal is not
+                                                                                ended after the quiet period: the call waits for the
+                                                                                shell timeout (or the turn's wall clock)
+``resume_from_turn_start``    Lifecycle       session resume after a kill       the session file is written only at the start and the
+                                                                                end of a turn: a turn killed mid-way resumes from its
+                                                                                start, its calls (and what they did) gone from history
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -116,9 +122,10 @@ from tracetrial.task import TaskPack
 #: seeded with the previous history (a ``new_session`` boundary with ``history_replayed``), a new
 #: session at all, project memory (``workspace/AGENTS.md``), background jobs (``tools: background``),
 #: a declared context window (``budgets.context_tokens``: the reference compacts), workspace skills
-#: (``workspace/skills/<name>/SKILL.md``).
+#: (``workspace/skills/<name>/SKILL.md``), a terminal option on the shell (``tools: tty``), a turn
+#: the runner kills on purpose (``interrupts``).
 Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume", "replay", "new_session", "memory", "background",
-                  "compaction", "skills"]
+                  "compaction", "skills", "tty", "interrupt"]
 
 _FEATURE_WHY: dict[str, str] = {
     "mcp": "no MCP tools (the pack declares no simulator)",
@@ -132,6 +139,8 @@ _FEATURE_WHY: dict[str, str] = {
     "background": "no background jobs (the pack's tools do not list 'background')",
     "compaction": "no context window (budgets.context_tokens is unset, so the reference never compacts)",
     "skills": "no workspace skills (no workspace/skills/<name>/SKILL.md)",
+    "tty": "no terminal option (the pack's tools do not list 'tty')",
+    "interrupt": "no turn killed mid-way (the pack declares no interrupts)",
 }
 
 
@@ -240,6 +249,12 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("truncate_skill", "Tools", "skill_result_relay",
                "the skill tool relays only the first 1,024 bytes of a skill's body, without notice",
                needs=("skills",)),
+        Mutant("hang_on_input", "Execution", "pty_termination",
+               "a terminal command waiting for input is not ended: the call waits for the shell timeout",
+               needs=("tty",)),
+        Mutant("resume_from_turn_start", "Lifecycle", "session_resume",
+               "the session file is written only when a turn starts and ends: a killed turn resumes from its start",
+               needs=("interrupt",)),
     )
 }
 
@@ -290,6 +305,10 @@ def pack_features(pack: TaskPack) -> frozenset[Feature]:
         out.add("compaction")
     if any((pack.root / "workspace" / "skills").glob("*/SKILL.md")):
         out.add("skills")
+    if "tty" in spec.tools:
+        out.add("tty")
+    if spec.interrupts:
+        out.add("interrupt")
     return frozenset(out)
 
 

@@ -10,6 +10,10 @@ Every result is honest (the faithful behaviour; a mutant flips exactly one rule)
   the full stream is saved under ``<workspace>/.tt-outputs/`` and a notice gives
   the bytes shown, the bytes omitted and the saved path.
 * Deny rules (the task's ``permissions.deny``) refuse a call before it runs.
+* ``shell`` with ``tty`` (only when the task lists ``tty``) runs the command on a new
+  pseudo-terminal, its controlling terminal. A command blocked reading that terminal (``read``
+  on the pty or on ``/dev/tty``, seen in ``/proc/<pid>/syscall``) with no output for
+  :data:`INPUT_WAIT_S` is ended and reported as waiting for input, with what it printed.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ READ_LIMIT = 256 * 1024
 OUTPUTS_DIR = ".tt-outputs"
 DEFAULT_SHELL_TIMEOUT_S = 120.0
 MAX_SHELL_TIMEOUT_S = 3600.0
+#: Seconds a terminal command may sit blocked reading its terminal, printing nothing, before the
+#: shell ends it (a quiet command that is not reading its terminal is left alone).
+INPUT_WAIT_S = 5.0
 
 
 @dataclass
@@ -96,6 +103,21 @@ BUILTIN_TOOLS: dict[str, dict[str, Any]] = {
          "replace_all": {"type": "boolean"}},
         ["path", "old_string", "new_string"]),
 }
+
+
+#: The ``tty`` property the shell declaration gains when the task lists ``tty``.
+TTY_PROPERTY: dict[str, Any] = {"type": "boolean", "description": (
+    "Run the command on a pseudo-terminal (default false). A command waiting for input on its terminal "
+    f"with no output for {INPUT_WAIT_S:g} s is ended and reported, with what it printed.")}
+
+
+def with_tty(decl: dict[str, Any]) -> dict[str, Any]:
+    """``decl`` (a shell declaration) with the :data:`TTY_PROPERTY` option."""
+    fn = dict(decl["function"])
+    params = dict(fn["parameters"])
+    params["properties"] = {**params["properties"], "tty": TTY_PROPERTY}
+    fn["parameters"] = params
+    return {**decl, "function": fn}
 
 
 #: The shell declaration when the task needs background jobs (``--background-jobs``): the same
@@ -371,6 +393,141 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
     head = f"Exit code {code}"
     if rc < 0:
         head += f" (killed by signal {signal.Signals(-rc).name})"
+    return ToolOutcome(f"{head}\n{body}", is_error=code != 0, status="ok" if code == 0 else "error",
+                       exit_code=code, duration_s=duration, **trunc)
+
+
+# ----------------------------------------------------------------------------- terminal commands
+
+#: ``read`` on x86_64 and on aarch64 (``/proc/<pid>/syscall`` gives the number the process is blocked in).
+_READ_SYSCALLS = {"x86_64": 0, "aarch64": 63}
+
+
+def _session_pids(sid: int) -> list[int]:
+    """Processes of session ``sid`` (the terminal command's own session)."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 3 and fields[3] == str(sid):
+            out.append(int(entry.name))
+    return out
+
+
+def reading_terminal(pid: int, pty_path: str, pty_rdev: int) -> bool:
+    """``pid`` is blocked in ``read`` on the terminal: on ``pty_path`` itself, or on ``/dev/tty``
+    while the pty is its controlling terminal (a password prompt reads ``/dev/tty``)."""
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text(encoding="ascii").split()
+        if not fields or fields[0] != str(_READ_SYSCALLS.get(os.uname().machine, 0)) or len(fields) < 2:
+            return False
+        target = os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}")
+        if target == pty_path:
+            return True
+        if target != "/dev/tty":
+            return False
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        return int(stat[stat.rfind(")") + 2:].split()[4]) == pty_rdev
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _controlling_tty() -> None:  # pragma: no cover - runs in the child between fork and exec
+    import fcntl
+    import termios
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, call_id: str,
+                  mutant: str | None) -> ToolOutcome:
+    """Run one command on a new pseudo-terminal (stdin, stdout and stderr; its controlling terminal).
+
+    Faithful: once every second the command's session is checked; a process blocked reading the
+    terminal while nothing was printed for :data:`INPUT_WAIT_S` ends the command (its process
+    group is killed) and the result says it was waiting for input. ``hang_on_input``: no check -
+    the command runs until it ends or the timeout."""
+    import select
+
+    started = time.monotonic()
+    master, slave = os.openpty()
+    pty_path = os.ttyname(slave)
+    pty_rdev = os.fstat(slave).st_rdev
+    try:
+        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env={**env, "TERM": env.get("TERM", "xterm")},
+                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                preexec_fn=_controlling_tty)
+    except OSError as exc:
+        os.close(master)
+        os.close(slave)
+        return ToolOutcome(f"Could not start the command: {exc}", is_error=True, status="error",
+                           duration_s=round(time.monotonic() - started, 3))
+    os.close(slave)
+    _GROUPS.add(proc.pid)
+    output = bytearray()
+    last_output, next_check = time.monotonic(), time.monotonic() + 1.0
+    waiting = timed_out = False
+    while True:
+        now = time.monotonic()
+        if now - started >= timeout_s:
+            timed_out = True
+            break
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every process holding the terminal has closed it
+                chunk = b""
+            if chunk:
+                output += chunk
+                last_output = time.monotonic()
+                continue
+            if proc.poll() is not None:
+                break
+        if proc.poll() is not None:
+            if not ready:
+                break  # the command ended and nothing more is buffered (a child left running is killed)
+            continue
+        if mutant != "hang_on_input" and now >= next_check:
+            next_check = now + 1.0
+            if now - last_output >= INPUT_WAIT_S and any(
+                    reading_terminal(pid, pty_path, pty_rdev) for pid in _session_pids(proc.pid)):
+                waiting = True
+                break
+    if waiting or timed_out:
+        kill_group(proc, grace_s=1.0)
+    rc = proc.wait()
+    try:
+        while select.select([master], [], [], 0)[0]:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            output += chunk
+    except OSError:
+        pass
+    os.close(master)
+    duration = round(time.monotonic() - started, 3)
+    text = bytes(output).replace(b"\r\n", b"\n")
+    lim = limit_output(text, label="output", limit=OUTPUT_LIMIT,
+                       save_to=cwd / OUTPUTS_DIR / f"{_safe_name(call_id)}.tty.txt", mutant=mutant)
+    body = lim.text or "(no output)"
+    trunc: dict[str, Any] = {"truncated": lim.truncated, "omitted_bytes": lim.omitted,
+                             "saved_paths": [lim.saved] if lim.saved else []}
+    if waiting:
+        head = (f"Command was waiting for input on its terminal (no output for {INPUT_WAIT_S:g} s) and was "
+                f"ended after {duration:g} s (process group terminated); no exit status. Output so far:")
+        return ToolOutcome(f"{head}\n{body}", is_error=True, status="waiting_for_input", exit_code=None,
+                           duration_s=duration, **trunc)
+    if timed_out:
+        head = f"Command timed out after {timeout_s:g} s and was killed (process group terminated); no exit status."
+        return ToolOutcome(f"{head}\n{body}", is_error=True, status="timed_out", exit_code=None,
+                           duration_s=duration, **trunc)
+    code = 128 - rc if rc < 0 else rc
+    head = f"Exit code {code}" + (f" (killed by signal {signal.Signals(-rc).name})" if rc < 0 else "")
     return ToolOutcome(f"{head}\n{body}", is_error=code != 0, status="ok" if code == 0 else "error",
                        exit_code=code, duration_s=duration, **trunc)
 

@@ -944,3 +944,87 @@ def test_without_skills_there_is_no_skill_tool_and_no_section(harness: Harness) 
     run = harness.run({"main": [say("ok")]})
     assert "skill" not in run.server.requests[0].tool_names and "Skills of this workspace" not in _system(
         run.server.requests[0])
+
+
+# ----------------------------------------------------------------------------- terminal commands (E8)
+
+
+@pytest.mark.parametrize("mutant", [None, "hang_on_input"])
+def test_terminal_command_waiting_for_input_is_ended_unless_hang_on_input(harness: Harness,
+                                                                          mutant: str | None) -> None:
+    prompt = {"command": "echo 'migrating 3 tables'; read -p 'Apply? [y/N] ' answer", "tty": True,
+              "timeout_s": 12}
+    script = {"main": [call("p1", "shell", prompt), say("done")]}
+    run = harness.run(script, "--tty", *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    shell = next(t for t in run.server.requests[0].body["tools"] if t["function"]["name"] == "shell")
+    assert "tty" in shell["function"]["parameters"]["properties"]
+    result, rec = run.server.requests[-1].tool_result("p1"), run.result_of("p1")
+    assert "migrating 3 tables\nApply? [y/N]" in result
+    if mutant is None:
+        assert result.startswith("Command was waiting for input on its terminal")
+        assert rec["status"] == "waiting_for_input" and rec["exit_code"] is None and rec["duration_s"] < 9
+    else:  # the defect: it sits at the prompt until the shell timeout
+        assert result.startswith("Command timed out after 12 s")
+        assert rec["status"] == "timed_out" and rec["duration_s"] >= 12
+
+
+def test_terminal_password_prompt_on_dev_tty_is_ended(harness: Harness) -> None:
+    cmd = "printf 'Vault password: ' > /dev/tty; stty -echo < /dev/tty; read pw < /dev/tty; echo ok"
+    run = harness.run({"main": [call("p1", "shell", {"command": cmd, "tty": True, "timeout_s": 30}), say("x")]},
+                      "--tty")
+    rec = run.result_of("p1")
+    assert rec["status"] == "waiting_for_input" and rec["duration_s"] < 15
+    assert "Vault password:" in run.server.requests[-1].tool_result("p1")
+
+
+def test_quiet_terminal_command_is_not_ended_and_exit_status_is_kept(harness: Harness) -> None:
+    cmd = "sleep 6; echo finished; tty; exit 4"
+    run = harness.run({"main": [call("q1", "shell", {"command": cmd, "tty": True}), say("x")]}, "--tty")
+    result, rec = run.server.requests[-1].tool_result("q1"), run.result_of("q1")
+    assert result.startswith("Exit code 4\nfinished\n/dev/pts/")
+    assert (rec["status"], rec["exit_code"]) == ("error", 4) and rec["duration_s"] >= 6
+
+
+def test_without_tty_the_shell_has_no_terminal_option(harness: Harness) -> None:
+    run = harness.run({"main": [call("n1", "shell", {"command": "tty", "tty": True}), say("x")]})
+    shell = next(t for t in run.server.requests[0].body["tools"] if t["function"]["name"] == "shell")
+    assert "tty" not in shell["function"]["parameters"]["properties"]
+    assert run.server.requests[-1].tool_result("n1").startswith("Exit code 1\nnot a tty")
+
+
+# ----------------------------------------------------------------------------- session file after a kill (L7)
+
+
+@pytest.mark.parametrize("mutant", [None, "resume_from_turn_start"])
+def test_killed_turn_resumes_with_its_completed_calls_unless_resume_from_turn_start(harness: Harness,
+                                                                                     mutant: str | None) -> None:
+    from tests.reference.chat_server import ChatServer
+
+    server = ChatServer({"main": [call("c1", "shell", {"command": "echo paid > receipt.txt"}),
+                                  call("c2", "shell", {"command": "echo $$ > sleeper.pid; exec sleep 60"})]}).start()
+    harness.servers.append(server)
+    argv = [sys.executable, "-m", "harnesses.reference", "--base-url", server.base_url, "--model", "scripted",
+            "--workspace", str(harness.workspace), "--log", str(harness.log), "--session-dir", str(harness.sessions),
+            "--prompt", "pay it", "--new-session", "--session-id", "s-R", *_m(mutant)]
+    proc = subprocess.Popen(argv, env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": API_KEY},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    pid_file = harness.workspace / "sleeper.pid"
+    for _ in range(200):
+        if pid_file.is_file() and pid_file.read_text().strip():
+            break
+        time.sleep(0.05)
+    proc.kill()  # SIGKILL: nothing can be saved on the way out
+    proc.wait(timeout=10)
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    run = harness.run({"main": [say("resumed")]}, *_m(mutant), prompt="continue", turn=2,
+                      session=("--resume", "s-R"))
+    msgs = run.server.requests[0].messages
+    texts = json.dumps(msgs)
+    assert msgs[1] == {"role": "user", "content": "pay it"}  # the turn's prompt was saved when it started
+    if mutant is None:
+        assert '"tool_call_id": "c1"' in texts and "Exit code 0" in texts  # the completed call survives
+        assert run.result_of("c2")["status"] == "interrupted"  # the call in flight is answered as interrupted
+    else:  # the defect: the killed turn's calls are gone - it resumes from the turn's start
+        assert "c1" not in texts and "c2" not in texts
+    assert (harness.workspace / "receipt.txt").read_text() == "paid\n"  # what the call did is done either way
