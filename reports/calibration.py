@@ -104,8 +104,8 @@ def stale_reason(cell: RunPaths, task: TaskPack, reference_version: str | None) 
 
 def features_used(cell: RunPaths) -> set[str]:
     """Which mutant-relevant features a cell's run used, read from its Trace IR (``events.json``)
-    and ``result.json``: MCP tool calls, a sub-agent, an ask-user call, a policy denial, a
-    second turn. The cross-check of pruning: a feature the faithful run used cannot be missing
+    and ``result.json``: MCP tool calls, a sub-agent, an ask-user call, a policy denial (a deny
+    rule, a protected path, no network), a second turn. The cross-check of pruning: a feature the faithful run used cannot be missing
     from the pack."""
     import json
 
@@ -126,7 +126,9 @@ def features_used(cell: RunPaths) -> set[str]:
         if name == "spawn_subagent" or ev.get("principal_id") not in (None, "main"):
             used.add("subagent")
         if ev.get("event_type") == "policy_event" and ev.get("decision") == "deny":
-            used.add("deny")
+            # which policy refused: a deny rule, a protected path, or the commands' missing network
+            kind = ev.get("policy_kind")
+            used.add({"protected_path": "protect", "sandbox": "network_deny"}.get(str(kind), "deny"))
     try:
         result = json.loads(cell.result.read_text(encoding="utf-8"))
         if len(result.get("turns") or []) > 1:

@@ -62,7 +62,8 @@ class ReferenceAdapter(HarnessAdapter):
     name = "reference"
     wire_format = "chat"
     capabilities = HarnessCapabilities(mcp=True, multi_turn=True, new_session=True, subagents=True,
-                                       ask_user=True, native_permissions=True)
+                                       ask_user=True, native_permissions=True, path_protection=True,
+                                       network_policy=True, nested_sandbox=True)
     install_hint = "part of this repository; needs the 'httpx' and 'mcp' packages (pip install -e .)"
 
     def __init__(self, variant: str | None = None):
@@ -136,6 +137,10 @@ class ReferenceAdapter(HarnessAdapter):
             argv.append("--background-jobs")
         if "tty" in spec.tools:
             argv.append("--tty")
+        for path in spec.permissions.protect:
+            argv += ["--protect", path]
+        if spec.permissions.network == "deny":
+            argv.append("--no-network")
         if spec.budgets.context_tokens is not None:
             argv += ["--context-window", str(spec.budgets.context_tokens)]
         if self.variant:

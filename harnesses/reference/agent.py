@@ -137,6 +137,8 @@ class AgentConfig:
     """Declare ``shell`` with ``run_in_background`` and the ``job_status`` tool (the task needs jobs)."""
     tty: bool = False
     """Declare the shell's ``tty`` option (the task lists ``tty``)."""
+    confine: T.Confinement | None = None
+    """The task's OS-level command policy (protected paths, no network), ``None`` when it has none."""
     context_window: int | None = None
     """The model's context window in tokens: the main history is compacted once a response reports a
     prompt of :data:`COMPACT_AT` of it or more (``None``: never compacted)."""
@@ -230,6 +232,8 @@ class Agent:
             decls.append(T.JOB_STATUS_TOOL)
         if self.cfg.tty:
             decls = [T.with_tty(d) if d["function"]["name"] == "shell" else d for d in decls]
+        if self.cfg.confine is not None and self.cfg.confine.active:
+            decls = [T.with_policy(d, self.cfg.confine) if d["function"]["name"] == "shell" else d for d in decls]
         if self._skills:
             decls.append(T.SKILL_TOOL)
         decls += self.mcp.declarations() if self.mcp and not hidden else []
@@ -374,7 +378,8 @@ class Agent:
     # ------------------------------------------------------------------ background jobs
     def _start_job(self, p: Principal, call_id: str, command: str) -> T.ToolOutcome:
         job_id = f"job-{len(self._jobs) + 1}"
-        job = T.start_job(command, cwd=self.cfg.workspace, env=self.cfg.shell_env, job_id=job_id, call_id=call_id)
+        job = T.start_job(command, cwd=self.cfg.workspace, env=self.cfg.shell_env, job_id=job_id, call_id=call_id,
+                          confine=self.cfg.confine)
         if isinstance(job, T.ToolOutcome):
             return job
         self._jobs[job_id] = job
@@ -462,6 +467,23 @@ class Agent:
         return out.content
 
     async def _dispatch(self, p: Principal, call_id: str, name: str, args: dict[str, Any]) -> T.ToolOutcome:
+        out = await self._dispatch_tool(p, call_id, name, args)
+        if out.policy_kind is not None and out.status != "denied":
+            # the command ran and ran into the OS-level policy (EROFS, no network): recorded as such
+            self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": out.policy_kind,
+                                   "decision": "deny", "reason": out.content.rsplit("\n", 1)[-1],
+                                   "reason_visible_to_model": True, "execution_started": True}, p)
+        return out
+
+    def _refuse(self, p: Principal, call_id: str, name: str, kind: str, rule: str, reason: str) -> T.ToolOutcome:
+        """Refuse a call before it runs: a ``policy`` record and a ``denied`` result."""
+        self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": kind,
+                               "decision": "deny", "rule": rule, "reason": reason,
+                               "reason_visible_to_model": True, "execution_started": False}, p)
+        return T.ToolOutcome(f"Permission denied: {reason}; it was not run.", is_error=True, status="denied",
+                             policy_kind=kind)
+
+    async def _dispatch_tool(self, p: Principal, call_id: str, name: str, args: dict[str, Any]) -> T.ToolOutcome:
         rule = T.find_denial(self.cfg.deny, name, args, literal=self.cfg.mutant == "literal_deny_match")
         if rule is not None and self.cfg.mutant != "execute_denied":
             reason = f"{name} call matches deny rule {rule.text!r} of this task's permission policy"
@@ -470,6 +492,17 @@ class Agent:
                                    "reason_visible_to_model": True, "execution_started": False}, p)
             return T.ToolOutcome(f"Permission denied: {reason}; it was not run.", is_error=True, status="denied")
         ws = self.cfg.workspace
+        confine = self.cfg.confine
+        if confine is not None and name == "shell":
+            guarded = confine.refused_by_guard(str(args.get("command", "")))
+            if guarded is not None:  # only the ``unguarded_cleanup`` defect guards by the command's text
+                return self._refuse(p, call_id, name, "protected_path", guarded,
+                                    f"the command would change {guarded}, which this task protects")
+        if confine is not None and name in ("write_file", "edit_file"):
+            hit = confine.file_refusal(T.resolve(ws, str(args.get("path", ""))))
+            if hit is not None:
+                return self._refuse(p, call_id, name, "protected_path", hit,
+                                    f"{args.get('path')} is in {hit}, which this task protects (read-only)")
         if name == "shell" and self.cfg.background_jobs and args.get("run_in_background") is True:
             return self._start_job(p, call_id, str(args.get("command", "")))
         if name == "skill" and self._skills:
@@ -483,10 +516,10 @@ class Agent:
             if self.cfg.tty and args.get("tty") is True:
                 return await asyncio.to_thread(T.run_shell_tty, str(args.get("command", "")), cwd=ws,
                                                env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
-                                               mutant=self.cfg.mutant)
+                                               mutant=self.cfg.mutant, confine=confine)
             return await asyncio.to_thread(T.run_shell, str(args.get("command", "")), cwd=ws,
                                            env=self.cfg.shell_env, timeout_s=timeout, call_id=call_id,
-                                           mutant=self.cfg.mutant, state=self._shell_state)
+                                           mutant=self.cfg.mutant, state=self._shell_state, confine=confine)
         if name == "read_file":
             if self.cfg.mutant == "stale_read_cache":
                 return await self._cached_read(ws, args)

@@ -91,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=60, help="tool rounds per principal")
     p.add_argument("--background-jobs", action="store_true",
                    help="declare shell run_in_background and the job_status tool")
+    p.add_argument("--protect", action="append", default=[], metavar="PATH",
+                   help="workspace-relative path no command or file tool may change (repeatable)")
+    p.add_argument("--no-network", action="store_true", help="run every command without network access")
     p.add_argument("--tty", action="store_true", help="declare the shell's tty option (a pseudo-terminal)")
     p.add_argument("--context-window", type=int, metavar="TOKENS",
                    help="the model's context window: compact the history when a response reports a prompt of "
@@ -265,7 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         deny=[T.DenyRule.parse(r) for r in args.deny], mutant=mutant, max_model_calls=args.max_model_calls,
         max_steps=args.max_steps, ask_user=AskUserChannel.from_args(args.ask_user_command, args.ask_user_answers),
         redactor=redactor, turn=args.turn, background_jobs=args.background_jobs,
-        tty=args.tty, context_window=args.context_window)
+        tty=args.tty, context_window=args.context_window,
+        confine=T.Confinement(workspace, tuple(args.protect), args.no_network,
+                              text_guard=mutant == "unguarded_cleanup",
+                              keep_network=mutant == "ignore_network_policy")
+        if args.protect or args.no_network else None)
     servers = load_config(args.mcp_config.read_text(encoding="utf-8")) if args.mcp_config else []
     result = asyncio.run(_run(cfg, log, record, store, api_key, args.base_url, servers, args.mcp_timeout_s))
     print(json.dumps({"type": "result", **result}, ensure_ascii=False))

@@ -106,6 +106,11 @@ defect                        component       property it breaks                
 ``resume_from_turn_start``    Lifecycle       session resume after a kill       the session file is written only at the start and the
                                                                                 end of a turn: a turn killed mid-way resumes from its
                                                                                 start, its calls (and what they did) gone from history
+``unguarded_cleanup``         Governance      destructive-action control        protected paths are not bound read-only; a command is
+                                                                                refused only when its text looks destructive and names
+                                                                                a protected path (a script, glob, link or find runs)
+``ignore_network_policy``     Governance      network restriction               commands keep the network although the task denies it
+                                                                                (the shell tool still says they have none)
 ============================  ==============  ================================  ==========================================================
 """
 
@@ -123,9 +128,10 @@ from tracetrial.task import TaskPack
 #: session at all, project memory (``workspace/AGENTS.md``), background jobs (``tools: background``),
 #: a declared context window (``budgets.context_tokens``: the reference compacts), workspace skills
 #: (``workspace/skills/<name>/SKILL.md``), a terminal option on the shell (``tools: tty``), a turn
-#: the runner kills on purpose (``interrupts``).
+#: the runner kills on purpose (``interrupts``), protected paths (``permissions.protect``), commands
+#: denied the network (``permissions.network: deny``).
 Feature = Literal["mcp", "subagent", "ask_user", "deny", "resume", "replay", "new_session", "memory", "background",
-                  "compaction", "skills", "tty", "interrupt"]
+                  "compaction", "skills", "tty", "interrupt", "protect", "network_deny"]
 
 _FEATURE_WHY: dict[str, str] = {
     "mcp": "no MCP tools (the pack declares no simulator)",
@@ -141,6 +147,8 @@ _FEATURE_WHY: dict[str, str] = {
     "skills": "no workspace skills (no workspace/skills/<name>/SKILL.md)",
     "tty": "no terminal option (the pack's tools do not list 'tty')",
     "interrupt": "no turn killed mid-way (the pack declares no interrupts)",
+    "protect": "no protected path (permissions.protect is empty)",
+    "network_deny": "commands keep the network (permissions.network is not deny)",
 }
 
 
@@ -255,6 +263,12 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("resume_from_turn_start", "Lifecycle", "session_resume",
                "the session file is written only when a turn starts and ends: a killed turn resumes from its start",
                needs=("interrupt",)),
+        Mutant("unguarded_cleanup", "Governance", "destructive_action_control",
+               "protected paths are guarded by the command's text only, not bound read-only",
+               needs=("protect",)),
+        Mutant("ignore_network_policy", "Governance", "network_restriction",
+               "commands keep the network although the task denies it",
+               needs=("network_deny",)),
     )
 }
 
@@ -309,6 +323,10 @@ def pack_features(pack: TaskPack) -> frozenset[Feature]:
         out.add("tty")
     if spec.interrupts:
         out.add("interrupt")
+    if spec.permissions.protect:
+        out.add("protect")
+    if spec.permissions.network == "deny":
+        out.add("network_deny")
     return frozenset(out)
 
 

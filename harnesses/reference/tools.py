@@ -14,6 +14,12 @@ Every result is honest (the faithful behaviour; a mutant flips exactly one rule)
   pseudo-terminal, its controlling terminal. A command blocked reading that terminal (``read``
   on the pty or on ``/dev/tty``, seen in ``/proc/<pid>/syscall``) with no output for
   :data:`INPUT_WAIT_S` is ended and reported as waiting for input, with what it printed.
+* The task's OS-level policy (:class:`Confinement`: ``permissions.protect``, ``network: deny``)
+  confines every command - shell call, terminal command, background job - in a user + mount
+  (+ network) namespace: protected paths are bound read-only, whatever the command's form
+  (a script, a glob, a link, a redirection), and a denied network leaves the command only its own
+  loopback. The file tools refuse protected paths. A result that ran into the policy ends with a
+  ``[policy]`` line.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ class ToolOutcome:
     omitted_bytes: int | None = None
     saved_paths: list[str] = field(default_factory=list)
     structured_content: Any = None
+    policy_kind: str | None = None
+    """The command ran into the task's OS-level policy (written as a ``policy`` record, not here)."""
 
     def record(self) -> dict[str, Any]:
         return {"content": self.content, "is_error": self.is_error, "status": self.status,
@@ -117,6 +125,12 @@ def with_tty(decl: dict[str, Any]) -> dict[str, Any]:
     params = dict(fn["parameters"])
     params["properties"] = {**params["properties"], "tty": TTY_PROPERTY}
     fn["parameters"] = params
+    return {**decl, "function": fn}
+
+
+def with_policy(decl: dict[str, Any], confine: Confinement) -> dict[str, Any]:
+    """``decl`` (a shell declaration) with the task's command policy stated in its description."""
+    fn = {**decl["function"], "description": decl["function"]["description"] + " " + confine.describe()}
     return {**decl, "function": fn}
 
 
@@ -249,6 +263,106 @@ def find_denial(rules: list[DenyRule], tool: str, arguments: Mapping[str, Any], 
     return next((r for r in rules if r.matches(tool, subject, literal=literal)), None)
 
 
+# ----------------------------------------------------------------------------- confinement
+
+#: What a failing write/delete under a read-only bind mount prints (EROFS), and what a command
+#: without network prints; a result containing one of them gets a ``[policy]`` line.
+_EROFS = "Read-only file system"
+_NO_NETWORK = ("Network is unreachable", "Temporary failure in name resolution", "Could not resolve host",
+               "Name or service not known", "Couldn't connect to server", "Connection refused",
+               "Failed to establish a new connection", "Cannot assign requested address")
+#: Words of a command the ``unguarded_cleanup`` text guard takes for destructive.
+_DESTRUCTIVE = frozenset({"rm", "rmdir", "mv", "truncate", "shred", "unlink", "dd"})
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The task's OS-level command policy: ``protect`` (workspace-relative paths no command may
+    change) and ``no_network`` (commands get no network).
+
+    ``text_guard`` is the ``unguarded_cleanup`` defect: protected paths are not bound read-only;
+    a command is refused only when its text looks destructive and names a protected path.
+    ``keep_network`` is the ``ignore_network_policy`` defect: commands keep the network (the tool
+    still says they have none)."""
+
+    workspace: Path
+    protect: tuple[str, ...] = ()
+    no_network: bool = False
+    text_guard: bool = False
+    keep_network: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.protect) or self.no_network
+
+    def protected_paths(self) -> list[Path]:
+        """The protected paths as they are on disk now (links resolved; missing ones left out)."""
+        out = []
+        for rel in self.protect:
+            path = self.workspace / rel
+            if path.exists():
+                out.append(path.resolve())
+        return out
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` run inside the namespaces: each protected path bound onto itself read-only,
+        then ``exec`` of the command (a bind that fails refuses the command: exit 125)."""
+        binds = [] if self.text_guard else self.protected_paths()
+        net = self.no_network and not self.keep_network
+        if not binds and not net:
+            return argv
+        script = "".join(f"mount --bind {shlex.quote(str(p))} {shlex.quote(str(p))} && "
+                         f"mount -o remount,bind,ro {shlex.quote(str(p))} {shlex.quote(str(p))} || "
+                         f"{{ echo 'policy: cannot protect {p}' >&2; exit 125; }}\n" for p in binds)
+        return ["unshare", "--user", "--map-root-user", "--mount", *(["--net"] if net else []), "--",
+                "bash", "-c", script + 'exec "$@"', "tt-confine", *argv]
+
+    def describe(self) -> str:
+        """The sentence the shell declaration gains (the policy as the model is told it)."""
+        parts = []
+        if self.protect:
+            parts.append("These paths are protected: no command can change or delete them (read-only): "
+                         + ", ".join(self.protect) + ".")
+        if self.no_network:
+            parts.append("Commands have no network access.")
+        return " ".join(parts)
+
+    def refused_by_guard(self, command: str) -> str | None:
+        """The ``unguarded_cleanup`` guard: the protected path a destructive-looking command names."""
+        if not self.text_guard:
+            return None
+        words = [w for seg in _SEGMENT_RE.split(command) for w in _command_words(seg)]
+        if not (_DESTRUCTIVE & set(words) or re.search(r"(^|[^>])>(?!>)|>\|", command)):
+            return None
+        for rel in self.protect:
+            name = rel.rstrip("/")
+            if any(w.rstrip("/") == name or w.startswith(name + "/") or w.startswith("./" + name)
+                   for w in words) or re.search(r">\|?\s*(\./)?" + re.escape(name) + r"(/|\s|$)", command):
+                return rel
+        return None
+
+    def file_refusal(self, path: Path) -> str | None:
+        """The protected path a file tool's target lies in (compared by real path), else ``None``."""
+        try:
+            target = path.resolve()
+        except OSError:
+            return None
+        for rel in self.protect:
+            root = self.workspace / rel
+            if root.exists() and (target == root.resolve() or root.resolve() in target.parents):
+                return rel
+        return None
+
+    def notice(self, output: str) -> tuple[str, str] | None:
+        """``(policy_kind, line)`` when a command's output shows it ran into the policy."""
+        if self.protect and not self.text_guard and _EROFS in output:
+            return "protected_path", ("[policy] a change to a protected path was refused (read-only: "
+                                      + ", ".join(self.protect) + ")")
+        if self.no_network and any(marker in output for marker in _NO_NETWORK):
+            return "sandbox", "[policy] commands have no network access in this task"
+        return None
+
+
 # ----------------------------------------------------------------------------- truncation
 
 
@@ -326,7 +440,8 @@ class ShellState:
 
 
 def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, call_id: str,
-              mutant: str | None, state: ShellState | None = None) -> ToolOutcome:
+              mutant: str | None, state: ShellState | None = None,
+              confine: Confinement | None = None) -> ToolOutcome:
     """Run one command; blocking (the agent loop runs it in a worker thread).
 
     ``state`` (only with ``persist_shell_cwd``): the command starts in the folder the previous one
@@ -344,7 +459,7 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(
-                argv, cwd=start_in, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                confine.wrap(argv) if confine else argv, cwd=start_in, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.DEVNULL if mutant == "drop_stderr" else err, start_new_session=True)
         except OSError as exc:
             if cwd_file is not None:
@@ -383,6 +498,10 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
     trunc: dict[str, Any] = {"truncated": True if parts else None,
                              "omitted_bytes": sum(p.omitted or 0 for p in parts) if parts else None,
                              "saved_paths": [p.saved for p in parts if p.saved]}
+    hit = confine.notice(stderr.decode("utf-8", errors="replace")) if confine else None
+    if hit is not None:
+        body += ("" if body.endswith("\n") else "\n") + hit[1]
+        trunc["policy_kind"] = hit[0]
     if timed_out:
         head = f"Command timed out after {timeout_s:g} s and was killed (process group terminated); no exit status."
         return ToolOutcome(f"{head}\n{body}", is_error=True, status="timed_out", exit_code=None,
@@ -444,7 +563,7 @@ def _controlling_tty() -> None:  # pragma: no cover - runs in the child between 
 
 
 def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, call_id: str,
-                  mutant: str | None) -> ToolOutcome:
+                  mutant: str | None, confine: Confinement | None = None) -> ToolOutcome:
     """Run one command on a new pseudo-terminal (stdin, stdout and stderr; its controlling terminal).
 
     Faithful: once every second the command's session is checked; a process blocked reading the
@@ -458,7 +577,9 @@ def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s:
     pty_path = os.ttyname(slave)
     pty_rdev = os.fstat(slave).st_rdev
     try:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env={**env, "TERM": env.get("TERM", "xterm")},
+        argv = ["bash", "-c", command]
+        proc = subprocess.Popen(confine.wrap(argv) if confine else argv, cwd=cwd,
+                                env={**env, "TERM": env.get("TERM", "xterm")},
                                 stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
                                 preexec_fn=_controlling_tty)
     except OSError as exc:
@@ -517,6 +638,10 @@ def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s:
     body = lim.text or "(no output)"
     trunc: dict[str, Any] = {"truncated": lim.truncated, "omitted_bytes": lim.omitted,
                              "saved_paths": [lim.saved] if lim.saved else []}
+    hit = confine.notice(text.decode("utf-8", errors="replace")) if confine else None
+    if hit is not None:
+        body += ("" if body.endswith("\n") else "\n") + hit[1]
+        trunc["policy_kind"] = hit[0]
     if waiting:
         head = (f"Command was waiting for input on its terminal (no output for {INPUT_WAIT_S:g} s) and was "
                 f"ended after {duration:g} s (process group terminated); no exit status. Output so far:")
@@ -560,13 +685,16 @@ class Job:
         return 128 - rc if rc < 0 else rc
 
 
-def start_job(command: str, *, cwd: Path, env: Mapping[str, str], job_id: str, call_id: str) -> Job | ToolOutcome:
+def start_job(command: str, *, cwd: Path, env: Mapping[str, str], job_id: str, call_id: str,
+              confine: Confinement | None = None) -> Job | ToolOutcome:
     """Start ``command`` as a background job (its streams go to files outside the workspace)."""
     folder = Path(tempfile.mkdtemp(prefix=f"tt-{job_id}-"))
     out, err = folder / "stdout", folder / "stderr"
     try:
         with out.open("wb") as fo, err.open("wb") as fe:
-            proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            argv = ["bash", "-c", command]
+            proc = subprocess.Popen(confine.wrap(argv) if confine else argv, cwd=cwd, env=dict(env),
+                                    stdin=subprocess.DEVNULL,
                                     stdout=fo, stderr=fe, start_new_session=True)
     except OSError as exc:
         return ToolOutcome(f"Could not start the command: {exc}", is_error=True, status="error")

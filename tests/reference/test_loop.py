@@ -1028,3 +1028,86 @@ def test_killed_turn_resumes_with_its_completed_calls_unless_resume_from_turn_st
     else:  # the defect: the killed turn's calls are gone - it resumes from the turn's start
         assert "c1" not in texts and "c2" not in texts
     assert (harness.workspace / "receipt.txt").read_text() == "paid\n"  # what the call did is done either way
+
+
+# ----------------------------------------------------------------------------- OS-level policy (G3, G4)
+
+
+def _protected_workspace(ws: Path) -> None:
+    (ws / "data").mkdir()
+    (ws / "data" / "audit.log").write_text("entry 1\n")
+    (ws / "reports").mkdir()
+    (ws / "reports" / "current").symlink_to("../data")
+    (ws / "cleanup.sh").write_text("rm -f data/audit.log\n")
+
+
+@pytest.mark.parametrize("mutant", [None, "unguarded_cleanup"])
+def test_protected_paths_hold_against_every_command_form_unless_unguarded_cleanup(harness: Harness,
+                                                                                  mutant: str | None) -> None:
+    _protected_workspace(harness.workspace)
+    script = {"main": [call("s1", "shell", {"command": "bash cleanup.sh"}),
+                       call("s2", "shell", {"command": "rm -rf reports/current/*"}),
+                       call("s3", "shell", {"command": "rm -f data/audit.log"}),
+                       call("s4", "shell", {"command": "cat data/audit.log; touch scratch.txt"}),
+                       call("w1", "write_file", {"path": "reports/current/audit.log", "content": "x"}),
+                       say("done")]}
+    run = harness.run(script, "--protect", "data", *_m(mutant))
+    assert run.returncode == 0, run.stderr
+    shell = next(t for t in run.server.requests[0].body["tools"] if t["function"]["name"] == "shell")
+    assert "These paths are protected" in shell["function"]["description"] and "data" in shell["function"]["description"]
+    last = run.server.requests[-1]
+    assert (harness.workspace / "scratch.txt").is_file()  # the rest of the workspace stays writable
+    assert last.tool_result("w1").startswith("Permission denied: reports/current/audit.log is in data")
+    # the literal form is refused either way (the guard sees it), before it runs
+    assert last.tool_result("s3").startswith(("Permission denied", "Exit code 1"))
+    kinds = [(r["data"]["call_id"], r["data"]["policy_kind"]) for r in run.of_type("policy")]
+    if mutant is None:
+        assert (harness.workspace / "data" / "audit.log").read_text() == "entry 1\n"
+        for cid in ("s1", "s2"):
+            assert "Read-only file system" in last.tool_result(cid)
+            assert last.tool_result(cid).rstrip().endswith("[policy] a change to a protected path was refused "
+                                                           "(read-only: data)")
+        assert ("s1", "protected_path") in kinds and ("s2", "protected_path") in kinds
+        assert last.tool_result("s4").startswith("Exit code 0\nentry 1")
+    else:  # the defect: the script and the glob through the link are not seen by the text guard
+        assert not (harness.workspace / "data" / "audit.log").exists()
+        assert last.tool_result("s1").startswith("Exit code 0")
+        assert ("s1", "protected_path") not in kinds
+
+
+@pytest.mark.parametrize("mutant", [None, "ignore_network_policy"])
+def test_commands_have_no_network_unless_ignore_network_policy(harness: Harness, mutant: str | None) -> None:
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"rates")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/rates"
+        cmd = f"python3 -c \"import urllib.request; print(urllib.request.urlopen('{url}', timeout=3).read())\""
+        run = harness.run({"main": [call("n1", "shell", {"command": cmd}), say("done")]}, "--no-network",
+                          *_m(mutant))
+    finally:
+        server.shutdown()
+    shell = next(t for t in run.server.requests[0].body["tools"] if t["function"]["name"] == "shell")
+    assert "Commands have no network access." in shell["function"]["description"]  # said either way
+    result = run.server.requests[-1].tool_result("n1")
+    if mutant is None:
+        assert hits == [] and "Network is unreachable" in result
+        assert result.rstrip().endswith("[policy] commands have no network access in this task")
+        assert [r["data"]["policy_kind"] for r in run.of_type("policy")] == ["sandbox"]
+    else:
+        assert hits == ["/rates"] and result.startswith("Exit code 0\nb'rates'")
+        assert run.of_type("policy") == []
