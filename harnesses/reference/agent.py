@@ -468,11 +468,10 @@ class Agent:
 
     async def _dispatch(self, p: Principal, call_id: str, name: str, args: dict[str, Any]) -> T.ToolOutcome:
         out = await self._dispatch_tool(p, call_id, name, args)
-        if out.policy_kind is not None and out.status != "denied":
+        for kind, reason in out.policy_hits:
             # the command ran and ran into the OS-level policy (EROFS, no network): recorded as such
-            self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": out.policy_kind,
-                                   "decision": "deny", "reason": out.content.rsplit("\n", 1)[-1],
-                                   "reason_visible_to_model": True, "execution_started": True}, p)
+            self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": kind, "decision": "deny",
+                                   "reason": reason, "reason_visible_to_model": True, "execution_started": True}, p)
         return out
 
     def _refuse(self, p: Principal, call_id: str, name: str, kind: str, rule: str, reason: str) -> T.ToolOutcome:
@@ -480,8 +479,7 @@ class Agent:
         self._write("policy", {"call_id": call_id, "tool_name": name, "policy_kind": kind,
                                "decision": "deny", "rule": rule, "reason": reason,
                                "reason_visible_to_model": True, "execution_started": False}, p)
-        return T.ToolOutcome(f"Permission denied: {reason}; it was not run.", is_error=True, status="denied",
-                             policy_kind=kind)
+        return T.ToolOutcome(f"Permission denied: {reason}; it was not run.", is_error=True, status="denied")
 
     async def _dispatch_tool(self, p: Principal, call_id: str, name: str, args: dict[str, Any]) -> T.ToolOutcome:
         rule = T.find_denial(self.cfg.deny, name, args, literal=self.cfg.mutant == "literal_deny_match")

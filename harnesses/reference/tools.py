@@ -66,8 +66,9 @@ class ToolOutcome:
     omitted_bytes: int | None = None
     saved_paths: list[str] = field(default_factory=list)
     structured_content: Any = None
-    policy_kind: str | None = None
-    """The command ran into the task's OS-level policy (written as a ``policy`` record, not here)."""
+    policy_hits: list[tuple[str, str]] = field(default_factory=list)
+    """How the command ran into the task's OS-level policy: ``(policy_kind, reason)`` each, shown as
+    ``[policy]`` lines and written as ``policy`` records (not in the tool result record)."""
 
     def record(self) -> dict[str, Any]:
         return {"content": self.content, "is_error": self.is_error, "status": self.status,
@@ -267,7 +268,7 @@ def find_denial(rules: list[DenyRule], tool: str, arguments: Mapping[str, Any], 
 
 #: What a failing write/delete under a read-only bind mount prints (EROFS), and what a command
 #: without network prints; a result containing one of them gets a ``[policy]`` line.
-_EROFS = "Read-only file system"
+_PROTECTED_ERRORS = ("Read-only file system", "Device or resource busy")
 _NO_NETWORK = ("Network is unreachable", "Temporary failure in name resolution", "Could not resolve host",
                "Name or service not known", "Couldn't connect to server", "Connection refused",
                "Failed to establish a new connection", "Cannot assign requested address")
@@ -336,8 +337,7 @@ class Confinement:
             return None
         for rel in self.protect:
             name = rel.rstrip("/")
-            if any(w.rstrip("/") == name or w.startswith(name + "/") or w.startswith("./" + name)
-                   for w in words) or re.search(r">\|?\s*(\./)?" + re.escape(name) + r"(/|\s|$)", command):
+            if any(w.rstrip("/") == name or w.startswith((name + "/", "./" + name)) for w in words) or re.search(r">\|?\s*(\./)?" + re.escape(name) + r"(/|\s|$)", command):
                 return rel
         return None
 
@@ -353,14 +353,17 @@ class Confinement:
                 return rel
         return None
 
-    def notice(self, output: str) -> tuple[str, str] | None:
-        """``(policy_kind, line)`` when a command's output shows it ran into the policy."""
-        if self.protect and not self.text_guard and _EROFS in output:
-            return "protected_path", ("[policy] a change to a protected path was refused (read-only: "
-                                      + ", ".join(self.protect) + ")")
+    def notice(self, output: str) -> list[tuple[str, str]]:
+        """``(policy_kind, line)`` for each way a command's output shows it ran into the policy: a
+        write or delete refused under a protected path (EROFS; EBUSY for removing a protected path
+        itself, a mount point), a connection attempt without network."""
+        hits = []
+        if self.protect and not self.text_guard and any(m in output for m in _PROTECTED_ERRORS):
+            hits.append(("protected_path", "a change to a protected path was refused (read-only: "
+                         + ", ".join(self.protect) + ")"))
         if self.no_network and any(marker in output for marker in _NO_NETWORK):
-            return "sandbox", "[policy] commands have no network access in this task"
-        return None
+            hits.append(("sandbox", "commands have no network access in this task"))
+        return hits
 
 
 # ----------------------------------------------------------------------------- truncation
@@ -498,10 +501,10 @@ def run_shell(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: flo
     trunc: dict[str, Any] = {"truncated": True if parts else None,
                              "omitted_bytes": sum(p.omitted or 0 for p in parts) if parts else None,
                              "saved_paths": [p.saved for p in parts if p.saved]}
-    hit = confine.notice(stderr.decode("utf-8", errors="replace")) if confine else None
-    if hit is not None:
-        body += ("" if body.endswith("\n") else "\n") + hit[1]
-        trunc["policy_kind"] = hit[0]
+    hits = confine.notice(stderr.decode("utf-8", errors="replace")) if confine else []
+    if hits:
+        body += ("" if body.endswith("\n") else "\n") + "\n".join(f"[policy] {why}" for _, why in hits)
+        trunc["policy_hits"] = hits
     if timed_out:
         head = f"Command timed out after {timeout_s:g} s and was killed (process group terminated); no exit status."
         return ToolOutcome(f"{head}\n{body}", is_error=True, status="timed_out", exit_code=None,
@@ -556,12 +559,6 @@ def reading_terminal(pid: int, pty_path: str, pty_rdev: int) -> bool:
         return False
 
 
-def _controlling_tty() -> None:  # pragma: no cover - runs in the child between fork and exec
-    import fcntl
-    import termios
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
 def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s: float, call_id: str,
                   mutant: str | None, confine: Confinement | None = None) -> ToolOutcome:
     """Run one command on a new pseudo-terminal (stdin, stdout and stderr; its controlling terminal).
@@ -577,11 +574,13 @@ def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s:
     pty_path = os.ttyname(slave)
     pty_rdev = os.fstat(slave).st_rdev
     try:
-        argv = ["bash", "-c", command]
+        # setsid --ctty: a new session (its id is this pid: the child is not a group leader, so setsid
+        # does not fork) whose controlling terminal is the pty on stdin - without a preexec_fn,
+        # which is unsafe in the agent's worker threads
+        argv = ["setsid", "--ctty", "bash", "-c", command]
         proc = subprocess.Popen(confine.wrap(argv) if confine else argv, cwd=cwd,
                                 env={**env, "TERM": env.get("TERM", "xterm")},
-                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                                preexec_fn=_controlling_tty)
+                                stdin=slave, stdout=slave, stderr=slave)
     except OSError as exc:
         os.close(master)
         os.close(slave)
@@ -638,10 +637,10 @@ def run_shell_tty(command: str, *, cwd: Path, env: Mapping[str, str], timeout_s:
     body = lim.text or "(no output)"
     trunc: dict[str, Any] = {"truncated": lim.truncated, "omitted_bytes": lim.omitted,
                              "saved_paths": [lim.saved] if lim.saved else []}
-    hit = confine.notice(text.decode("utf-8", errors="replace")) if confine else None
-    if hit is not None:
-        body += ("" if body.endswith("\n") else "\n") + hit[1]
-        trunc["policy_kind"] = hit[0]
+    hits = confine.notice(text.decode("utf-8", errors="replace")) if confine else []
+    if hits:
+        body += ("" if body.endswith("\n") else "\n") + "\n".join(f"[policy] {why}" for _, why in hits)
+        trunc["policy_hits"] = hits
     if waiting:
         head = (f"Command was waiting for input on its terminal (no output for {INPUT_WAIT_S:g} s) and was "
                 f"ended after {duration:g} s (process group terminated); no exit status. Output so far:")

@@ -1083,7 +1083,7 @@ def test_commands_have_no_network_unless_ignore_network_policy(harness: Harness,
     hits: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             hits.append(self.path)
             self.send_response(200)
             self.end_headers()
@@ -1111,3 +1111,16 @@ def test_commands_have_no_network_unless_ignore_network_policy(harness: Harness,
     else:
         assert hits == ["/rates"] and result.startswith("Exit code 0\nb'rates'")
         assert run.of_type("policy") == []
+
+
+def test_policy_holds_on_the_terminal_and_both_hits_are_recorded(harness: Harness) -> None:
+    _protected_workspace(harness.workspace)
+    cmd = "echo y > data/audit.log; rm data; python3 -c \"import socket; socket.create_connection(('10.1.2.3', 80), 2)\""
+    run = harness.run({"main": [call("t1", "shell", {"command": cmd, "tty": True}), say("x")]},
+                      "--tty", "--protect", "data", "--no-network")
+    result = run.server.requests[-1].tool_result("t1")
+    assert "Read-only file system" in result and "Network is unreachable" in result
+    assert result.rstrip().endswith("[policy] a change to a protected path was refused (read-only: data)\n"
+                                    "[policy] commands have no network access in this task")
+    assert [r["data"]["policy_kind"] for r in run.of_type("policy")] == ["protected_path", "sandbox"]
+    assert (harness.workspace / "data" / "audit.log").read_text() == "entry 1\n"
