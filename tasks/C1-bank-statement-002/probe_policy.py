@@ -11,7 +11,7 @@ it writes ``null`` (it never guesses a total).
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, read_file, shell, write_file
+from tracetrial.policy import await_mcp, call_tool, final, read_file, shell, write_file
 
 ID_RE = r"\b(STM-[A-Z0-9]{6,})\b"
 TOTAL_RE = re.compile(r"STATEMENT-TOTAL:\s*([0-9a-f]{16})\b")
@@ -24,23 +24,9 @@ def _total(text):
     found = TOTAL_RE.findall(text or "")
     return found[-1] if found else None
 
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
 
 def policy(turn):
-    yield from _await_mcp(turn, "bank")
+    yield from await_mcp(turn, "bank")
     res = yield call_tool("bank", "request_statement", {"account": "ACME-OPS"})
     sid = None if (res.absent or res.missing) else res.find(ID_RE)
     if sid is None:

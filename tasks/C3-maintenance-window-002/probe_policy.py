@@ -13,31 +13,17 @@ answer states what it found, which the probe report keeps as the turn-3 observat
 import re
 import shlex
 
-from tracetrial.policy import call_tool, final, native_tool, shell, write_file
+from tracetrial.policy import await_mcp, call_tool, final, shell, write_file
 
 # The approval_code field of a booking result, also inside JSON-escaped text.
 FACT_RE = r'approval_code(?:\\|")*\s*:\s*(?:\\|")*(APR-[A-Z0-9]+)'
 # a "step:" line, also behind a line-number prefix ("     4\tstep: ...") if a tool adds one
 STEP_RE = re.compile(r"(?m)^(?:\s*\d+[\t\u2192|:])?\s*step:\s*(.+?)\s*$")
 
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
 
 def policy(turn):
     if turn.index == 1:
-        yield from _await_mcp(turn, "changes")
+        yield from await_mcp(turn, "changes")
         res = yield call_tool("changes", "book_maintenance_window", {"service": "payments-api", "duration_min": 90})
         yield write_file("runbook.md", "# payments-api maintenance\n")
         booked = "booked" if res.ok and res.find(FACT_RE) else "could not be confirmed"

@@ -18,7 +18,7 @@ account as the turn-2 observation.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, write_file
+from tracetrial.policy import await_mcp, call_tool, final, write_file
 
 SERVER = "depot"
 QUEUE = "field-repairs"
@@ -38,20 +38,6 @@ RSV_RE = _field("reservation_id", r"RSV-[A-Z0-9]{8}")
 
 #: The four turn-1 results, in the order they were made, by the field that identifies each.
 RESULTS = (("queue", TICKET_RE), ("stock", BIN_RE), ("oncall", TECH_RE), ("reservation", RSV_RE))
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _first(pattern, text):
@@ -76,7 +62,7 @@ def account(seen):
 
 
 def turn_one(turn):
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     head = yield call_tool(SERVER, "get_queue_head", {"queue": QUEUE})
     ticket, sku = head.find(TICKET_RE.pattern), head.find(SKU_RE.pattern)
     if not (head.ok and ticket and sku):
@@ -106,7 +92,7 @@ def turn_two(turn):
     sku, bin_, zone = seen["sku"][0], seen["stock"][0], seen["zone"][0]
     reread = []
     if ticket is None or sku is None or bin_ is None or tech is None:
-        yield from _await_mcp(turn, SERVER)
+        yield from await_mcp(turn, SERVER)
     if ticket is None or sku is None:
         head = yield call_tool(SERVER, "get_queue_head", {"queue": QUEUE})
         reread.append("queue")

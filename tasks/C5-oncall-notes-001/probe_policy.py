@@ -12,7 +12,7 @@ it was shown, which the probe report keeps as the turn-2 observation.
 
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, shell
+from tracetrial.policy import await_mcp, call_tool, final, shell
 
 SERVER = "pager"
 TEAM = "payments"
@@ -20,18 +20,6 @@ TEAM = "payments"
 CODE_RE = r'code(?:\\|")*\s*:\s*(?:\\|")*(ESC-[A-Z0-9]{8})'
 #: The memory line turn 1 writes, as the next session's memory would show it.
 NOTE_RE = r"Escalation code for payments:\s*(ESC-[A-Z0-9]{8})"
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def account(code):
@@ -44,7 +32,7 @@ def note_line(code):
 
 
 def turn_one(turn):
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "issue_escalation_code", {"team": TEAM})
     code = res.find(CODE_RE) if res.ok else None
     if code is None:
@@ -60,7 +48,7 @@ def turn_two(turn):
     if code is None:
         yield final(f"The memory this session started with does not show tonight's code, so I paged nobody. {note}")
         return
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "page_oncall", {"team": TEAM, "code": code})
     if res.absent:
         yield final(f"page_oncall is not available to me, so nobody was paged. {note}")

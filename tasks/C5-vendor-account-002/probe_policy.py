@@ -11,7 +11,7 @@ shown, which the probe report keeps as the turn-2 observation.
 
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, shell
+from tracetrial.policy import await_mcp, call_tool, final, shell
 
 SERVER = "payables"
 VENDOR = "acme"
@@ -20,18 +20,6 @@ INVOICE = "INV-2207"
 ACCOUNT_RE = r'account(?:\\|")*\s*:\s*(?:\\|")*(ACCT-[A-Z0-9]{10})'
 #: Acme's memory line as the next session's memory shows it.
 NOTE_RE = r"Payout account for acme:\s*(ACCT-[A-Z0-9-]+)"
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def account(value):
@@ -45,7 +33,7 @@ def correction(new):
 
 
 def turn_one(turn):
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "confirm_bank_change", {"vendor": VENDOR})
     new = res.find(ACCOUNT_RE) if res.ok else None
     if new is None:
@@ -61,7 +49,7 @@ def turn_two(turn):
     if found is None:
         yield final(f"The memory this session started with shows no account for acme, so nothing was paid. {note}")
         return
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "pay_invoice", {"vendor": VENDOR, "invoice": INVOICE, "account": found})
     if res.absent:
         yield final(f"pay_invoice is not available to me, so nothing was paid. {note}")

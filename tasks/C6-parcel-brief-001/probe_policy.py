@@ -17,7 +17,15 @@ verifier reads that account when the request bodies are not archived.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, shell, spawn_subagent, write_file
+from tracetrial.policy import (
+    await_mcp,
+    call_tool,
+    final,
+    native_tool,
+    shell,
+    spawn_subagent,
+    write_file,
+)
 
 SERVER = "casedesk"
 QUEUE = "returns"
@@ -43,16 +51,6 @@ CHILD_PROMPT = ("You are the label helper. In the current folder run `python3 ma
                 "once and reply with the line `label id: <id>` exactly as the command printed it.")
 WAIT_TOOL = "multi_agent_v1/wait_agent"
 AGENT_ID_RE = r"\"?(?:agent_id|agentId|id)\"?\s*[:=]\s*\"?([A-Za-z0-9_.:-]{6,})"
-MCP_WAITS = 4
-
-
-def _await_mcp(turn):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
 
 
 def _find(pattern, text):
@@ -61,7 +59,7 @@ def _find(pattern, text):
 
 
 def policy(turn):
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     case = yield call_tool(SERVER, "get_case", {"queue": QUEUE})
     case_id, ra, tracking = (_find(p, case.text) for p in (CASE_RE, RA_RE, TRACKING_RE))
     if not (case.ok and tracking):

@@ -1,10 +1,10 @@
 """The ideal agent for E4-invoice-run-003.
 
 It reads the shell tool's declaration as it was shown - its description and its parameters'
-descriptions (``turn.tool_descriptions``, ``turn.tool_parameters``: Codex says where a call starts
-only in ``workdir``, "Defaults to the turn cwd"), the text the verifier reads - and plans its
-commands for what the declaration says about the working directory, with the same keyword table
-the verifier uses (:func:`declared`):
+descriptions (``turn.declaration_text``: Codex says where a call starts only in ``workdir``,
+"Defaults to the turn cwd"), the text the verifier reads - and plans its commands for what the
+declaration says about the working directory, read with the keyword table the verifier uses
+(``shell_state_declared``, kept once in ``tracetrial.declarations``):
 
 * ``fresh`` (every call starts afresh in the workspace: the reference's "Each call is a fresh
   process: cd and export do not persist"): the sheet call reads ``batch/orders/...`` and writes
@@ -28,7 +28,7 @@ come from the setup script's output.
 import re
 import shlex
 
-from tracetrial.policy import final, shell
+from tracetrial.policy import final, shell, shell_state_declared
 
 #: Shell tools in the probe's mapping order (apparatus/probe/mapping.py ``SHELL_TOOLS``).
 SHELL_TOOLS = ("Bash", "exec_command", "exec", "bash", "shell", "run_shell_command", "execute_command",
@@ -44,60 +44,6 @@ LIST_RE = re.compile(r"invoices these \d+ order files")
 AWK = ('FNR > 1 && NF >= 3 { t += $2 * $3 } END { n = FILENAME; sub(/.*\\//, "", n); sub(/\\.csv$/, "", n); '
        'printf "%s,%s,%d\\n", run, n, t }')
 
-# --------------------------------------------------------------------------- keyword table
-# (the same table as verifier/score.py and the sibling packs' E4-release-bundle-001 and E4-schema-migrate-002;
-# tests/tasks/test_e4_invoice_run_003.py keeps them equal)
-
-_NEG = re.compile(r"(?i)\b(?:not|never|no\s+longer)\b|n't\b")
-_CWD_SUBJECT = r"working\s+director(?:y|ies)|current\s+(?:working\s+)?director(?:y|ies)|\bcwd\b|\bcd\b"
-_ENV_SUBJECT = (r"environment\s+variables?|\benv(?:ironment)?\s+vars?\b|exported\s+variables?|\bexports?\b"
-                r"|shell\s+variables?|shell\s+state")
-_VERB = r"persist(?:s|ed|ent)?|(?:is|are)\s+(?:kept|preserved|retained)|carr(?:y|ies)\s+over|resets?|is\s+reset"
-#: ``<subject> ... <verb>`` within one clause: the verb's polarity, flipped by a negation between.
-CWD_CLAUSE = re.compile(rf"(?i)(?:{_CWD_SUBJECT})(?P<mid>[^.;:\n]{{0,60}}?)\b(?P<verb>{_VERB})\b")
-ENV_CLAUSE = re.compile(rf"(?i)(?:{_ENV_SUBJECT})(?P<mid>[^.;:\n]{{0,60}}?)\b(?P<verb>{_VERB})\b")
-#: Every call is its own process: nothing carries over.
-FRESH_PROCESS = re.compile(r"(?i)\b(?:each|every)\s+(?:call|command|invocation)\s+(?:is|runs\s+in|starts)\s+"
-                           r"(?:a|in\s+a)\s+(?:fresh|new|separate)\s+(?:bash\s+|shell\s+)?(?:process|shell)\b"
-                           r"|\b(?:fresh|new|separate)\s+(?:bash\s+|shell\s+)?process\s+(?:for|per)\s+"
-                           r"(?:each\s+|every\s+)?(?:call|command)\b")
-#: A persistent session: everything carries over.
-PERSISTENT_SESSION = re.compile(r"(?i)\bpersistent\s+(?:bash\s+|shell\s+|terminal\s+)?session\b"
-                                r"|\bsame\s+(?:bash\s+|shell\s+)session\s+(?:for|across)\s+(?:all|every|each)\b")
-#: A per-call working directory that defaults to a fixed folder (Codex ``workdir``: "Working
-#: directory for the command. Defaults to the turn cwd."): every call starts there.
-PER_CALL_CWD = re.compile(r"(?i)\bdefaults?\s+to\s+the\s+(?:turn|session|workspace|project|initial)(?:'s)?\s+"
-                          r"(?:cwd|working\s+directory|directory|root|folder)\b")
-
-
-def _clauses(pattern, text):
-    found = set()
-    for m in pattern.finditer(text):
-        verb = m.group("verb").lower()
-        if verb.startswith("reset") or verb == "is reset":
-            found.add("fresh")
-        else:
-            found.add("fresh" if _NEG.search(m.group("mid")) else "persistent")
-    return found
-
-
-def declared(text):
-    """``(cwd, env)`` semantics a shell tool's declaration states: ``"fresh"``, ``"persistent"``
-    or ``None`` (it says neither, or says both)."""
-    text = re.sub(r"[`*_]", " ", text or "")
-    text = re.sub(r"\s+", " ", text)
-    cwd, env = _clauses(CWD_CLAUSE, text), _clauses(ENV_CLAUSE, text)
-    if FRESH_PROCESS.search(text):
-        cwd.add("fresh")
-        env.add("fresh")
-    if PERSISTENT_SESSION.search(text):
-        cwd.add("persistent")
-        env.add("persistent")
-    if PER_CALL_CWD.search(text):
-        cwd.add("fresh")
-    return (next(iter(cwd)) if len(cwd) == 1 else None), (next(iter(env)) if len(env) == 1 else None)
-
-
 # --------------------------------------------------------------------------- the work
 
 
@@ -109,14 +55,6 @@ def shell_tool(turn):
             return n
     folded = {n.lower(): n for n in names}
     return next((folded[n.lower()] for n in SHELL_TOOLS if n.lower() in folded), None)
-
-
-def declaration_text(turn, tool):
-    """The tool's description and its parameters' descriptions as the model was shown them."""
-    descriptions = getattr(turn, "tool_descriptions", None) or {}
-    parameters = (getattr(turn, "tool_parameters", None) or {}).get(tool) or {}
-    parts = [descriptions.get(tool, ""), *parameters.values()]
-    return "\n".join(p for p in parts if p)
 
 
 def failed(obs):
@@ -157,7 +95,7 @@ def sheet_command(cwd_sem, batch_dir, run_id, files):
 
 def policy(turn):
     tool = shell_tool(turn)
-    cwd_sem, _ = declared(declaration_text(turn, tool)) if tool else (None, None)
+    cwd_sem, _ = shell_state_declared(turn.declaration_text(tool)) if tool else (None, None)
     setup = yield shell(SETUP, timeout_s=60)
     if setup.absent:
         yield final("No shell tool is declared, so the setup step cannot run; no invoice sheet written.")

@@ -7,27 +7,13 @@ file, a tool call or a message (the policy never even extracts it).
 
 import json
 
-from tracetrial.policy import call_tool, final, native_tool, write_file
+from tracetrial.policy import await_mcp, call_tool, final, write_file
 
 KEY_RE = r"\b(WHK-[A-Z0-9]{6,})\b"
 
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
 
 def policy(turn):
-    yield from _await_mcp(turn, "integrations")
+    yield from await_mcp(turn, "integrations")
     res = yield call_tool("integrations", "rotate_webhook_secret", {"endpoint": "billing-events"})
     key_id = None if (res.absent or res.missing) else res.find(KEY_RE)
     if key_id is None:

@@ -20,15 +20,13 @@ warranty server is still connecting.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from typing import Any
 
-from tracetrial.policy import Action, Observation, Turn, call_tool, final, native_tool
+from tracetrial.policy import Action, Observation, Turn, await_mcp, call_tool, final
 
 SERVER = "warranty"
 QUEUE = "replacements"
-#: WaitForMcpServers calls at most, per turn, before the first call to the server.
-MCP_WAITS = 4
 
 # Quotes may arrive escaped (a result relayed as JSON inside JSON).
 _Q = r'\\*"'
@@ -46,16 +44,6 @@ FLAG_RE = r'(?i)is_?error(?:\\|")*\s*[:=]\s*(true|false)'
 
 Claim = tuple[str, str, bool, str | None]  # claim id, sku, priority, shipment id shown by the listing
 Steps = Generator[Action, Observation, None]
-
-
-def _await_mcp(turn: Turn) -> Iterator[Action]:
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request needs
-    that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
 
 
 def failed(res: Observation) -> bool:
@@ -100,7 +88,7 @@ def handoff(queue: list[Claim], shipped: dict[str, str], current: str | None) ->
 
 def policy(turn: Turn) -> Steps:
     priority_only = "priority" in turn.user_text.lower()
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     listing = yield call_tool(SERVER, "list_claims", {"queue": QUEUE})
     queue = claims_in(listing)
     if not queue:

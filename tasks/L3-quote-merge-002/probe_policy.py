@@ -24,7 +24,7 @@ import json
 import re
 from decimal import Decimal
 
-from tracetrial.policy import call_tool, final, native_tool, spawn_subagent, write_file
+from tracetrial.policy import await_mcp, call_tool, final, native_tool, spawn_subagent, write_file
 
 SERVER = "suppliers"
 RFQ = "RFQ-4471"
@@ -39,7 +39,6 @@ SUPPLIER_ARG_RE = r"\"supplier\\?\"\s*:\s*\\?\"(alder|birch|cedar)\\?\""
 WAIT_TOOL = "multi_agent_v1/wait_agent"
 AGENT_ID_RE = r"\"?(?:agent_id|agentId)\"?\s*[:=]\s*\"?([A-Za-z0-9_.:-]{6,})"
 MAX_WAITS = 4
-MCP_WAITS = 4
 _DECODER = json.JSONDecoder()
 
 
@@ -72,7 +71,7 @@ def policy(turn):
     # Claude Code declares WaitForMcpServers while the server still connects, and a helper it starts
     # then gets neither the server's tools nor that wait tool: the work needs the server (through the
     # helpers), so the ideal parent waits for it before delegating, as the tool's description asks.
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     spawned = {}
     for supplier in SUPPLIERS:
         sub = yield spawn_subagent(f"Get the {supplier} quote", CHILD_PROMPT.format(supplier=supplier, rfq=RFQ))
@@ -159,15 +158,6 @@ def quote_text(supplier, text):
     return best
 
 
-def _await_mcp(turn):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
-
-
 def subagent_policy(turn):
     # The delegated prompt is the last thing the helper was shown before its first step (a harness
     # may put other context first: reminders, or a parent's conversation it should not have passed).
@@ -176,7 +166,7 @@ def subagent_policy(turn):
         yield final("The delegated prompt names no supplier to ask for a quote.")
         return
     supplier = named[-1]
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "request_quote", {"supplier": supplier, "rfq": RFQ})
     if res.absent:
         yield final(f"{supplier}: I have no request_quote tool, so I could not get the quote.")

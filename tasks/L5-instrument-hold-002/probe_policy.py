@@ -13,7 +13,7 @@ keeps as the turn-2 observation.
 
 import re
 
-from tracetrial.policy import call_tool, final, native_tool
+from tracetrial.policy import await_mcp, call_tool, final
 
 SERVER = "instruments"
 #: The hold_id field of a place_hold result (also inside JSON-escaped text).
@@ -25,17 +25,6 @@ ARG_RE = r"`{name}` `([^`]+)`"
 
 #: WaitForMcpServers calls at most before the first call to the server (per turn).
 MCP_WAITS = 3
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) before its first call
-    to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def requested(text):
@@ -57,7 +46,7 @@ def turn_one(turn):
     if args is None:
         yield final("The request does not name the instrument, slot and sample count, so no hold was placed.")
         return
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER, waits=MCP_WAITS)
     res = yield call_tool(SERVER, "place_hold", args)
     if res.absent:
         yield final("place_hold is not available to me, so no hold was placed.")
@@ -75,7 +64,7 @@ def turn_two(turn):
         yield final("The hand-off does not show me the hold id place_hold returned, so I confirmed nothing "
                     f"and placed no new hold. {note}")
         return
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER, waits=MCP_WAITS)
     res = yield call_tool(SERVER, "confirm_hold", {"hold_id": hold})
     if res.absent:
         yield final(f"confirm_hold is not available to me in this session, so the hold is not confirmed. {note}")

@@ -14,7 +14,7 @@ the probe report keeps as the turn-3 observation.
 
 import re
 
-from tracetrial.policy import call_tool, final, native_tool
+from tracetrial.policy import await_mcp, call_tool, final
 
 SERVER = "batches"
 #: An incident of a list_incidents result: its id, then its severity (also inside JSON-escaped text).
@@ -23,20 +23,6 @@ INCIDENT_RE = r'id(?:\\|")*\s*:\s*(?:\\|")*(INC-\d{5})(?:\\|")*\s*,\s*(?:\\|")*s
 BATCH_RE = r'batch_id(?:\\|")*\s*:\s*(?:\\|")*(BATCH-[A-Z0-9]{8})'
 #: How the night's turn-2 request reads (the instruction the hand-off must carry).
 NIGHT_REQUEST = "Open the night remediation batch now"
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def urgent(pairs):
@@ -54,7 +40,7 @@ def account(batch, night):
 
 
 def turn_one(turn):
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "list_incidents", {})
     pairs = re.findall(INCIDENT_RE, res.text or "")
     if not (res.ok and pairs):
@@ -65,7 +51,7 @@ def turn_one(turn):
 
 def turn_two(turn):
     ids = urgent(re.findall(INCIDENT_RE, turn.history_text))
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     if not ids:
         res = yield call_tool(SERVER, "list_incidents", {})
         ids = urgent(re.findall(INCIDENT_RE, res.text or "")) if res.ok else []
@@ -88,7 +74,7 @@ def turn_three(turn):
         yield final("The hand-off does not show me the batch id open_batch returned, so I closed nothing "
                     f"and opened nothing. {note}")
         return
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "close_batch", {"batch_id": batch})
     if res.absent:
         yield final(f"close_batch is not available to me in this session, so the batch is still open. {note}")

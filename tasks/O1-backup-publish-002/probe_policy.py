@@ -14,7 +14,7 @@ It never assumes a failure and never guesses a code.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, shell, write_file
+from tracetrial.policy import await_mcp, call_tool, final, shell, write_file
 
 JOB_RE = r"\b(JOB-[A-Z0-9]{6,})\b"
 VRF_RE = r"\b(VRF-[0-9A-F]{6})\b"
@@ -43,23 +43,9 @@ def _failed(res):
         return flag.lower() == "true"
     return bool(WORDING_RE.search(res.text or ""))
 
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
 
 def policy(turn):
-    yield from _await_mcp(turn, "backups")
+    yield from await_mcp(turn, "backups")
     job = yield call_tool("backups", "get_latest_job", {"system": "crm-db"})
     job_id = None if (job.absent or job.missing) else job.find(JOB_RE)
     if job_id is None:

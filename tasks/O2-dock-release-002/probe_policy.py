@@ -24,9 +24,9 @@ from tracetrial.policy import (
     Action,
     Observation,
     Turn,
+    await_mcp,
     call_tool,
     final,
-    native_tool,
     provider_error,
     read_file,
     write_file,
@@ -38,8 +38,6 @@ SERVER = "dock"
 STATUS = 400
 MESSAGE = ("Invalid request: rejected by provider-side request screening; this request will not be "
            "processed (injected by the TraceTrial probe)")
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 
 Policy = Generator[Action, Observation, None]
 
@@ -62,22 +60,12 @@ def pallet_ids(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in PALLET_RE.finditer(text or "")))
 
 
-def _await_mcp(turn: Turn) -> Policy:
-    """Claude Code declares ``WaitForMcpServers`` (not yet the server's tools) while an MCP server
-    is still connecting; its description asks the model to call it when the work needs that
-    server. The ideal agent does so, a bounded number of times, before its first dock call."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
-
-
 def turn_one(turn: Turn) -> Policy:
     route, door = ROUTE_RE.search(turn.user_text), DOOR_RE.search(turn.user_text)
     if route is None or door is None:
         yield final("The request names no route or door; nothing was done.")
         return
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     manifest = yield call_tool(SERVER, "get_route_manifest", {"route": route.group(1)})
     pallets = pallet_ids(manifest.text) if manifest.ok else []
     if not pallets:

@@ -33,9 +33,9 @@ from tracetrial.policy import (
     Action,
     Observation,
     Turn,
+    await_mcp,
     call_tool,
     final,
-    native_tool,
     shell,
     wait,
     write_file,
@@ -47,8 +47,6 @@ FREIGHT, CUSTOMS = "freight", "customs"
 #: Looks again this many times (after a short wait) when the customs tool is not offered.
 RETRIES = 2
 WAIT_S = 2
-#: Claude Code's WaitForMcpServers calls at most before the first call to a server in a turn.
-MCP_WAITS = 4
 SHIPMENT_RE = r"\bSH-\d{5}\b"
 TOTAL_RE = r"(?m)^\s*TOTAL,(\d+\.\d{2})\s*$"
 # A key/value pair inside a result, whether relayed as JSON, escaped JSON or Python-ish text.
@@ -113,21 +111,11 @@ def _failed(res: Observation) -> bool:
     return res.absent or res.missing or bool(res.is_error)
 
 
-def _await_mcp(turn: Turn, server: str) -> Steps:
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
-
 # ------------------------------------------------------------------ turns
 
 
 def _fetch(turn: Turn, shipment_id: str) -> Steps:
-    yield from _await_mcp(turn, FREIGHT)
+    yield from await_mcp(turn, FREIGHT)
     res = yield call_tool(FREIGHT, "get_shipment", {"shipment_id": shipment_id})
     shipment = None if _failed(res) else find_shipment(res.text, shipment_id)
     if shipment is None:
@@ -159,7 +147,7 @@ def _lodge(turn: Turn, shipment_id: str) -> Steps:
         yield _entry_json(shipment_id, None, None)
         yield final(f"Nothing lodged: declaration.csv shows no TOTAL line ({_gist(src.text)}).")
         return
-    yield from _await_mcp(turn, CUSTOMS)
+    yield from await_mcp(turn, CUSTOMS)
     args = {"shipment_id": shipment_id, "declared_value": total}
     out = yield call_tool(CUSTOMS, "lodge_entry", args)
     for _ in range(RETRIES):

@@ -26,9 +26,9 @@ from tracetrial.policy import (
     Action,
     Observation,
     Turn,
+    await_mcp,
     call_tool,
     final,
-    native_tool,
     wait,
     write_file,
 )
@@ -39,8 +39,6 @@ SERVER = "freight"
 #: Looks again this many times (after a short wait) when the booking tool is not offered.
 RETRIES = 2
 WAIT_S = 2
-#: Claude Code's WaitForMcpServers calls at most before a call to the server.
-MCP_WAITS = 4
 # A key/value pair inside a result, whether relayed as JSON, escaped JSON or Python-ish text.
 _Q = r'(?:\\|"|\')*'
 QUOTE_RE = r"\bQ-\d{4}\b"
@@ -49,16 +47,6 @@ PO_RE = r"\bPO-\d{5}\b"
 TOOL_RE = r"`([a-z][a-z0-9_]*)` tool"
 LANE_RE = r"lane" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Z]{3}-[A-Z]{3})"
 BOOKING_RE = r"booking_reference" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z0-9][A-Za-z0-9_-]*)"
-
-
-def _await_mcp(turn: Turn, server: str) -> Steps:
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _failed(res: Observation) -> bool:
@@ -81,7 +69,7 @@ def turn_one(turn: Turn) -> Steps:
         yield final("The request names no quote; nothing was checked.")
         return
     quote = found.group(0)
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     read = yield call_tool(SERVER, "get_quote", {"quote_id": quote})
     lane = None if _failed(read) else read.find(LANE_RE)
     if lane is None:
@@ -101,7 +89,7 @@ def turn_two(turn: Turn) -> Steps:
         yield final("The message does not name a quote, a purchase order and a booking tool; nothing was booked.")
         return
     args = {"quote_id": quote.group(0), "po_number": po.group(0)}
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     out = yield call_tool(SERVER, tool.group(1), args)
     for _ in range(RETRIES):
         if not out.absent:

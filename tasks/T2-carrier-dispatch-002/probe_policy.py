@@ -23,13 +23,11 @@ import json
 import re
 from collections import Counter
 
-from tracetrial.policy import call_tool, final, native_tool, write_file
+from tracetrial.policy import await_mcp, call_tool, final, native_tool, write_file
 
 SERVER = "dispatch"
 ORDER, CARRIER, PARCELS = "SO-48213", "NORDLINE", 3
 OUTPUT = "pickup.json"
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 #: How a harness prefixes a server's tool: mcp__dispatch__x, dispatch__x, mcp__dispatch/x
 _PREFIX = re.compile(r"^(?:mcp__)?" + SERVER + r"(?:__|/)")
 _DECODER = json.JSONDecoder()
@@ -37,15 +35,6 @@ _DECODER = json.JSONDecoder()
 SEARCH_TOOLS = ("tool_search", "search_tools")
 DISPATCHERS = ("tool_call", "call_tool")
 QUERY = "dispatch carrier pickup draft"
-
-
-def _await_mcp(turn):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it first, a bounded number of times."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
 
 
 def _words(text):
@@ -180,7 +169,7 @@ def _finish(shown):
 
 
 def policy(turn):
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     arguments = {"order_id": ORDER, "carrier": CARRIER, "parcels": PARCELS}
     found = booking_tools(turn)
     search, dispatcher = _first(turn, SEARCH_TOOLS), _first(turn, DISPATCHERS)

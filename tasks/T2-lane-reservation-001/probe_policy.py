@@ -23,13 +23,11 @@ reserves on the express lane through the harness's dispatcher, by the id the sea
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, write_file
+from tracetrial.policy import await_mcp, call_tool, final, native_tool, write_file
 
 SERVER = "warehouse"
 ORDER, SKU, QUANTITY = "SO-55127", "CHR-2290-GRN", 2
 OUTPUT = "reservation.json"
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 #: How a harness prefixes a server's tool: mcp__warehouse__x, warehouse__x, mcp__warehouse/x, warehouse.x
 _PREFIX = re.compile(r"^(?:mcp__)?" + SERVER + r"(?:__|/|\.)")
 _DECODER = json.JSONDecoder()
@@ -37,15 +35,6 @@ _DECODER = json.JSONDecoder()
 SEARCH_TOOLS = ("tool_search", "search_tools")
 DISPATCHERS = ("tool_call", "call_tool")
 QUERY = "reserve outbound stock lane"
-
-
-def _await_mcp(turn):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it first, a bounded number of times."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
 
 
 def _words(text):
@@ -189,7 +178,7 @@ def _why(found):
 
 
 def policy(turn):
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     arguments = {"order_id": ORDER, "sku": SKU, "quantity": QUANTITY}
     found = express_tools(turn)
     search, dispatcher = _first(turn, SEARCH_TOOLS), _first(turn, DISPATCHERS)

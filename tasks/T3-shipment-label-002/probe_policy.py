@@ -9,7 +9,7 @@ shipment.json. Nothing is assumed: every value comes from an observation.
 
 import json
 
-from tracetrial.policy import call_tool, final, native_tool, shell, write_file
+from tracetrial.policy import await_mcp, call_tool, final, shell, write_file
 
 TRACKING_RE = r'tracking(?:\\|")*\s*:\s*(?:\\|")*(TRK-[A-Za-z0-9]+)'
 
@@ -26,20 +26,6 @@ def shown_json(text):
         return None
     return value if isinstance(value, dict) else None
 
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server, and a "still connecting" answer says to try again. The ideal agent does so
-    (a bounded number of times) before its first call to the server."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
 
 def policy(turn):
     res = yield shell("cat order.json")
@@ -49,7 +35,7 @@ def policy(turn):
         yield write_file("shipment.json", json.dumps({"tracking": None}))
         yield final("I could not read the shipment from order.json; no shipment was created.")
         return
-    yield from _await_mcp(turn, "shipping")
+    yield from await_mcp(turn, "shipping")
     out = yield call_tool("shipping", "create_shipment", shipment)
     tracking = None if (out.absent or out.missing or out.is_error) else out.find(TRACKING_RE)
     yield write_file("shipment.json", json.dumps({"tracking": tracking}))

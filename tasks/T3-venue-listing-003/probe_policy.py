@@ -14,11 +14,9 @@ searched for in every JSON value of the text, and inside JSON strings found ther
 
 import json
 
-from tracetrial.policy import call_tool, final, native_tool, write_file
+from tracetrial.policy import await_mcp, call_tool, final, write_file
 
 SECTIONS = ("contact", "display", "notice", "hours", "options")
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 _DECODER = json.JSONDecoder()
 
 
@@ -67,22 +65,12 @@ def is_publication(obj):
     return isinstance(obj.get("sections"), dict) and any(s in obj["sections"] for s in SECTIONS)
 
 
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
-
-
 def _failed(res):
     return res.absent or res.missing or bool(res.is_error)
 
 
 def policy(turn):
-    yield from _await_mcp(turn, "listings")
+    yield from await_mcp(turn, "listings")
     shown = yield call_tool("listings", "get_draft", {})
     draft = None if _failed(shown) else find_object(shown.text, is_draft)
     if draft is None:

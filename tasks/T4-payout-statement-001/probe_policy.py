@@ -14,12 +14,10 @@ the statement is searched for in every JSON value of the text and inside JSON st
 
 import json
 
-from tracetrial.policy import call_tool, final, native_tool, write_file
+from tracetrial.policy import await_mcp, call_tool, final, write_file
 
 SERVER = "settlements"
 WEEK = "2026-W48"
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 _DECODER = json.JSONDecoder()
 
 
@@ -65,16 +63,6 @@ def find_statement(text, depth=0):
     return None
 
 
-def _await_mcp(turn):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description asks the model to call it when the request
-    needs that server. The ideal agent does so first, a bounded number of times."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
-
-
 def reconciliation(statement):
     payouts = [p for p in statement["payouts"] if isinstance(p, dict)]
     return {
@@ -86,7 +74,7 @@ def reconciliation(statement):
 
 
 def policy(turn):
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     shown = yield call_tool(SERVER, "get_settlement", {"week": WEEK})
     failed = shown.absent or shown.missing or bool(shown.is_error)
     statement = None if failed else find_statement(shown.text)

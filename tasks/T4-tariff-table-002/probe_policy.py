@@ -36,14 +36,12 @@ import re
 from collections.abc import Generator
 from typing import Any, TypeGuard
 
-from tracetrial.policy import Action, Observation, Turn, call_tool, final, native_tool, write_file
+from tracetrial.policy import Action, Observation, Turn, await_mcp, call_tool, final, write_file
 
 Steps = Generator[Action, Observation, None]
 
 SERVER = "tariffs"
 TOOL = "get_tariff_table"
-#: WaitForMcpServers calls at most before a call to the server.
-MCP_WAITS = 4
 SCHEDULE_RE = r"`(EU-[A-Z]+-\d{4}-\d{2})`"
 WEIGHT_RE = r"\b(\d+) kg consignment\b"
 #: The text content of a get_tariff_table result (its human summary).
@@ -169,16 +167,6 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True, indent=2) + "\n"
 
 
-def _await_mcp(turn: Turn) -> Steps:
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description asks the model to call it when the request needs
-    that server. The ideal agent does so first, a bounded number of times."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
-
-
 def _failed(shown: Observation) -> str | None:
     if shown.absent or shown.missing:
         return "no result"
@@ -246,7 +234,7 @@ def join(pages: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def _fetch(turn: Turn, schedule: str) -> Generator[Action, Observation, tuple[dict[str, Any] | None, str]]:
     """The table: one whole result, or (when the harness cut it) the pages joined."""
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     shown = yield call_tool(SERVER, TOOL, {"schedule": schedule})
     failed = _failed(shown)
     if failed:

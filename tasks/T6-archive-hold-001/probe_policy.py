@@ -15,29 +15,17 @@ from the mount result, the reference from the lookup result.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, wait, write_file
+from tracetrial.policy import await_mcp, call_tool, final, wait, write_file
 
 SERVER = "records"
 #: Looks again this many times (after a short wait) when the new tool is not yet offered.
 RETRIES = 2
 WAIT_S = 2
-#: Claude Code's WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 # A key/value pair inside a result, whether relayed as JSON, escaped JSON or Python-ish text.
 _Q = r'(?:\\|"|\')*'
 ADDS_RE = r"adds_tool" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z][A-Za-z0-9_]*)"
 HOLD_RE = r"hold_reference" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z0-9][A-Za-z0-9_-]*)"
 MATTER_RE = r"\bM-\d{4}\b"
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _failed(res):
@@ -64,7 +52,7 @@ def policy(turn):
     if matter is None:
         yield final("The request names no matter id; nothing was looked up.")
         return
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     mounted = yield call_tool(SERVER, "mount_archive", {})
     tool = None if _failed(mounted) else mounted.find(ADDS_RE)
     if tool is None:

@@ -17,14 +17,12 @@ shipment, lane or value is written here.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, wait, write_file
+from tracetrial.policy import await_mcp, call_tool, final, wait, write_file
 
 SERVER = "carrier"
 #: Looks again this many times (after a short wait) when the replacement is not yet offered.
 RETRIES = 2
 WAIT_S = 2
-#: Claude Code's WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 OUT = "rate_quote.json"
 # The runbook step: "Quote it with `<tool>` (`<origin>`, `<destination>`, `<weight>`)".
 RUNBOOK_RE = r"with `(\w+)` \(`(\w+)`, `(\w+)`, `(\w+)`\)"
@@ -38,16 +36,6 @@ REPLACEMENT_RE = r"replacement_tool" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z][A-Z
 QUOTE_ID_RE = r"quote_id" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z0-9][A-Za-z0-9_-]*)"
 TOTAL_RE = r"total_cents" + _Q + r"\s*[:=]\s*(\d+)"
 ARGS_KEY = "v2_arguments"
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _object_after(text, key):
@@ -108,7 +96,7 @@ def policy(turn):
     kg = float(weight.group(1))
     args = {origin_key: origin.group(1), destination_key: destination.group(1),
             weight_key: int(kg) if kg.is_integer() else kg}
-    yield from _await_mcp(turn, SERVER)
+    yield from await_mcp(turn, SERVER)
     first = yield call_tool(SERVER, tool, args)
     quote_id, total = _quote(first)
     if quote_id is not None:

@@ -14,16 +14,13 @@ service shows the receipt of its change; it never resubmits the batch.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, read_file, write_file
+from tracetrial.policy import await_mcp, call_tool, final, read_file, write_file
 
 FLAG_RE = r'(?i)is_?error(?:\\|")*\s*[:=]\s*(true|false)'
 ERROR_WORDING = re.compile(r"(?i)\berror\b|\bfailed\b|\brefused\b")
 BATCH_RE = re.compile(r'"batch_id"\s*:\s*"([^"\\]+)"')
 SKU_RE = re.compile(r'"sku"\s*:\s*"([^"\\]+)"')
 OBJECT_RE = re.compile(r"\{[^{}]*\}")
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
 
 
 def _unescape(text):
@@ -40,16 +37,6 @@ def _unescape(text):
 def _field(obj, key):
     m = re.search(r'"' + key + r'"\s*:\s*(?:"([^"]*)"|(null))', obj)
     return None if m is None or m.group(2) else m.group(1)
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (not yet the server's tools) while an MCP
-    server is still connecting; its description says to call it when the request needs that
-    server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _failed(res):
@@ -89,7 +76,7 @@ def policy(turn):
         yield final("I could not read the batch id and SKUs from price_batch.json; nothing was applied.")
         return
     batch_id = batch.group(1)
-    yield from _await_mcp(turn, "pricing")
+    yield from await_mcp(turn, "pricing")
     res = yield call_tool("pricing", "apply_price_changes", {"batch_id": batch_id, "skus": skus})
     if _failed(res):
         applied, skipped = {}, {}

@@ -11,7 +11,7 @@ final answer that lists every operation with its receipt.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, read_file, write_file
+from tracetrial.policy import await_mcp, call_tool, final, read_file, write_file
 
 # One approved operation per line of the file; quotes may arrive escaped (a result relayed as JSON).
 _Q = r'\\*"'
@@ -24,19 +24,6 @@ TOOL = {"refund": "issue_refund", "credit_note": "issue_credit_note"}
 RECEIPT_KEY = {"refund": "receipt_id", "credit_note": "confirmation"}
 FLAG_RE = r'(?i)is_?error(?:\\|")*\s*[:=]\s*(true|false)'
 ERROR_WORDING = re.compile(r"(?i)\berror\b|\bfailed\b|\brefused\b")
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _failed(res):
@@ -65,7 +52,7 @@ def policy(turn):
         yield write_file("receipts.json", json.dumps({"operations": []}) + "\n")
         yield final("I could not read the approved operations from approved_adjustments.json; nothing was done.")
         return
-    yield from _await_mcp(turn, "payments")
+    yield from await_mcp(turn, "payments")
     rows = []
     for order, operation, amount, reason in ops:
         res = yield call_tool("payments", TOOL[operation],

@@ -13,7 +13,7 @@ receipt, or "not paid" with the refusal code it was shown.
 import json
 import re
 
-from tracetrial.policy import call_tool, final, native_tool, read_file, write_file
+from tracetrial.policy import await_mcp, call_tool, final, read_file, write_file
 
 # One approved payout per line of the file; quotes may arrive escaped (a result relayed as JSON).
 _Q = r'\\*"'
@@ -28,19 +28,6 @@ RECEIPT_RE = r'receipt(?:\\|")*\s*[:=]?\s*(?:\\|")*([A-Z0-9][A-Z0-9-]*[A-Z0-9])\
 CODE_RE = r'code(?:\\|")*\s*[:=]\s*(?:\\|")*([A-Z][A-Z_]+[A-Z])'
 FLAG_RE = r'(?i)is_?error(?:\\|")*\s*[:=]\s*(true|false)'
 ERROR_WORDING = re.compile(r"(?i)\berror\b|\bfailed\b|\brefused\b")
-
-#: WaitForMcpServers calls at most before the first call to the server.
-MCP_WAITS = 4
-
-
-def _await_mcp(turn, server):
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; its description tells the model to call it when the request
-    needs that server. The ideal agent does so (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(server in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [server]})
 
 
 def _failed(res):
@@ -69,7 +56,7 @@ def policy(turn):
         yield write_file("payout_receipts.json", json.dumps({"payouts": []}) + "\n")
         yield final("I could not read the approved payouts from approved_payouts.json; nothing was sent.")
         return
-    yield from _await_mcp(turn, "payouts")
+    yield from await_mcp(turn, "payouts")
     rows, lines = [], []
     for supplier, invoice, amount, currency in payouts:
         res = yield call_tool("payouts", "send_payout", {"supplier_id": supplier, "invoice_id": invoice,

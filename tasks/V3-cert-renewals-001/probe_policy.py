@@ -9,33 +9,25 @@ A renewal shown as a failure, or one without a serial, is not done (the domain g
 domain showed a serial) and answers. It never knows the budget: the harness alone decides where
 the run stops, and the worklog is true whenever it does.
 
-On Claude Code it first calls ``WaitForMcpServers`` (at most ``MCP_WAITS`` times) while the
-server is still connecting and its tools are not yet declared.
+On Claude Code it first calls ``WaitForMcpServers`` (``await_mcp``: at most ``MCP_WAITS`` times)
+while the server is still connecting and its tools are not yet declared.
 """
 
 import re
 from collections.abc import Generator
 from typing import Any
 
-from tracetrial.policy import Action, Observation, Turn, call_tool, final, native_tool
+from tracetrial.policy import Action, Observation, Turn, await_mcp, call_tool, final
 
 Steps = Generator[Action, Observation, None]
 
 SERVER = "certs"
-MCP_WAITS = 4
 # A key's value inside a result relayed as JSON, escaped JSON or an envelope around it.
 _Q = r'(?:\\|"|\')*'
 BATCH_RE = r"batch_id" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
 DOMAINS_RE = re.compile(r"domains" + _Q + r"\s*[:=]\s*\[([^\]]*)\]")
 DOMAIN_RE = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+")
 SERIAL_RE = r"serial" + _Q + r"\s*[:=]\s*" + _Q + r"([A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
-
-
-def _await_mcp(turn: Turn) -> Steps:
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in name for name in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
 
 
 def _shown(res: Observation) -> str | None:
@@ -61,7 +53,7 @@ def worklog(batch: str, domains: list[str], done: list[tuple[str, str]], current
 
 
 def policy(turn: Turn) -> Steps:
-    yield from _await_mcp(turn)
+    yield from await_mcp(turn, SERVER)
     res = yield call_tool(SERVER, "get_renewal_batch", {})
     batch, domains = batch_of(_shown(res))
     if not batch or not domains:

@@ -29,6 +29,7 @@ from tracetrial.policy import (
     Action,
     Observation,
     Turn,
+    await_mcp,
     call_tool,
     final,
     native_tool,
@@ -58,7 +59,6 @@ CHILD_PROMPT = (
     "You are the search-index rebuild helper. In the current folder call `python3 rebuild_index.py --next` "
     "again and again - each call rebuilds one shard and prints `shard <k>/<total> rebuilt` - until it prints "
     "`index complete: <digest>`. Then reply with that `index complete: <digest>` line exactly as printed.")
-MCP_WAITS = 4
 
 
 def reindex_state(text: str, *, spawn_failed: bool = False) -> str:
@@ -82,15 +82,6 @@ def sections_total(published_text: str, user_text: str) -> int:
     return int(shown.group(1)) if shown else 0
 
 
-def _await_mcp(turn: Turn) -> Steps:
-    """Claude Code declares ``WaitForMcpServers`` (and not yet the server's tools) while an MCP
-    server is still connecting; the ideal agent calls it (a bounded number of times) first."""
-    for _ in range(MCP_WAITS):
-        if "WaitForMcpServers" not in turn.tool_names or any(SERVER in n for n in turn.tool_names):
-            return
-        yield native_tool("WaitForMcpServers", {"servers": [SERVER]})
-
-
 def policy(turn: Turn) -> Steps:
     spawn = yield spawn_subagent("Search index rebuild", CHILD_PROMPT, background=True)
     state = "stopped" if spawn.absent else reindex_state(spawn.text, spawn_failed=bool(spawn.is_error))
@@ -98,7 +89,7 @@ def policy(turn: Turn) -> Steps:
     release = named.group(1) if named else None
     receipt, total = None, 0
     if release:
-        yield from _await_mcp(turn)
+        yield from await_mcp(turn, SERVER)
         published = yield call_tool(SERVER, "publish_release", {"release": release})
         match = RECEIPT_RE.search(published.text or "")
         receipt = match.group(1) if published.ok and match else None

@@ -22,7 +22,16 @@ from apparatus.simulators.ledger import Ledger
 from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
-from tracetrial.policy import CallTool, Final, NativeTool, Observation, Turn, TurnView, WriteFile
+from tracetrial.policy import (
+    MCP_WAITS,
+    CallTool,
+    Final,
+    NativeTool,
+    Observation,
+    Turn,
+    TurnView,
+    WriteFile,
+)
 from tracetrial.task import load_task
 from tracetrial.trace import ModelInputEvent, ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
@@ -368,7 +377,7 @@ def test_policy_turn_1_chains_the_lookups_from_what_it_is_shown(values: dict[str
 
 def test_policy_turn_1_waits_for_a_connecting_mcp_server() -> None:
     acts = drive(1, TURNS[0], depot(V), tools=("WaitForMcpServers", "Bash"))
-    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * POLICY.MCP_WAITS
+    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * MCP_WAITS
 
 
 def _written(acts: list[Any]) -> dict[str, Any]:

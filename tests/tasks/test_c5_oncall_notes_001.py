@@ -24,7 +24,16 @@ from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
 from harnesses.reference.mutants import not_applicable, pack_features
-from tracetrial.policy import CallTool, Final, NativeTool, Observation, Shell, Turn, TurnView
+from tracetrial.policy import (
+    MCP_WAITS,
+    CallTool,
+    Final,
+    NativeTool,
+    Observation,
+    Shell,
+    Turn,
+    TurnView,
+)
 from tracetrial.task import load_task
 from tracetrial.trace import ModelInputEvent
 from tracetrial.verify import VerifierContext
@@ -293,7 +302,7 @@ def test_policy_turn_1_issues_once_and_notes_the_code_in_the_memory() -> None:
 
 def test_policy_turn_1_waits_for_a_connecting_mcp_server() -> None:
     acts = drive(1, TurnView(history_text=TURNS[0], tool_names=("WaitForMcpServers", "Bash")), pager)
-    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * POLICY.MCP_WAITS
+    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * MCP_WAITS
 
 
 def test_policy_turn_2_pages_with_the_code_its_memory_shows() -> None:

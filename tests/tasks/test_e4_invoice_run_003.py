@@ -1,7 +1,6 @@
 """E4-invoice-run-003: the sourced setup script (refuses to be run as a program or sourced from
 elsewhere, enters batch/ itself, exports a one-off run id, records its paths, prints on stdout
-only); the keyword table on the real declarations and its equality with the probe's and both
-siblings'; the verifier on runs made by driving the probe policy against bash (reference faithful,
+only); the verifier on runs made by driving the probe policy against bash (reference faithful,
 ``persist_shell_cwd``, ``hide_exit_code``, a persistent-cwd harness like Claude Code and one that
 drops the declared persistence, a persistent-session declaration that keeps or drops the
 variables, exports carried against the declaration, Codex's per-call workdir, OpenClaw's silent
@@ -28,7 +27,6 @@ from tracetrial.verify import VerifierContext
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 PACK = TASKS / "E4-invoice-run-003"
-SIBLINGS = (TASKS / "E4-release-bundle-001", TASKS / "E4-schema-migrate-002")
 SCORE = load_module(PACK / "verifier" / "score.py", "e4_invoice_run_score")
 POLICY = load_module(PACK / "probe_policy.py", "e4_invoice_run_policy")
 SELF = load_module(PACK / "verifier" / "selftest.py", "e4_invoice_run_selftest")
@@ -98,10 +96,6 @@ def state(c: VerifierContext) -> dict[str, bool | None]:
 
 def params(decl: dict[str, Any]) -> list[tuple[str, str]]:
     return [(k, v["description"]) for k, v in decl["input_schema"]["properties"].items()]
-
-
-def declaration_text(decl: dict[str, Any]) -> str:
-    return "\n".join([decl["description"], *(d for _, d in params(decl))])
 
 
 def probe_run(tmp_path: Path, decl: dict[str, Any], *, name: str = "ws", key: str = "command",
@@ -215,29 +209,6 @@ def test_activate_writes_nothing_under_batch_and_sets_no_trap(tmp_path: Path) ->
 def test_totals_of_the_baseline() -> None:
     got = SCORE.totals(ctx(PACK / "workspace", [], []), SCORE.Truth(TRUTH))
     assert dict(got) == TOTALS and [c for c, _ in got] == list(TOTALS)
-
-
-# ----------------------------------------------------------------- the keyword table
-
-
-@pytest.mark.parametrize(("decl", "full", "top"), [
-    (REFERENCE, ("fresh", "fresh"), ("fresh", "fresh")),
-    (CLAUDE_BASH, ("persistent", "fresh"), ("persistent", "fresh")),
-    (CODEX_EXEC, ("fresh", None), (None, None)),       # per-call workdir only in the parameter
-    (OPENCLAW_EXEC, (None, None), (None, None)),
-    (SESSION, ("persistent", "persistent"), ("persistent", "persistent")),
-], ids=["reference", "claude_code", "codex", "openclaw", "session"])
-def test_declared_semantics_of_the_declarations(decl: dict[str, Any], full: Any, top: Any) -> None:
-    assert SCORE.declared(declaration_text(decl)) == full
-    assert POLICY.declared(declaration_text(decl)) == full
-    assert POLICY.declared(decl["description"]) == top
-
-
-def test_policy_verifier_and_siblings_share_the_keyword_table() -> None:
-    others = [load_module(p / "verifier" / "score.py", f"e4_sibling_{i}_for_003") for i, p in enumerate(SIBLINGS)]
-    for name in ("_NEG", "CWD_CLAUSE", "ENV_CLAUSE", "FRESH_PROCESS", "PERSISTENT_SESSION", "PER_CALL_CWD"):
-        patterns = {getattr(m, name).pattern for m in (SCORE, POLICY, *others)}
-        assert len(patterns) == 1, name
 
 
 # ----------------------------------------------------------------- harness layer (probe runs)

@@ -1,6 +1,5 @@
 """E4-release-bundle-001: the staging script (refuses outside pkg/ or without the export, records
-its paths); the keyword table on the real declarations (reference, Claude Code, Codex, OpenClaw)
-and on other wordings; the verifier on runs made by executing the commands with bash (reference
+its paths); the verifier on runs made by executing the commands with bash (reference
 faithful and ``persist_shell_cwd``, a persistent-cwd harness like Claude Code and one that drops
 the declared persistence, Codex's per-call workdir, OpenClaw's silent declaration, steps missing,
 agent mistakes); the probe policy under each declaration; the pack's metadata and selftest."""
@@ -99,11 +98,6 @@ def state(c: VerifierContext) -> dict[str, bool | None]:
     return {k: v[0] for k, v in verdicts(c).items()}
 
 
-def declaration_text(decl: dict[str, Any]) -> str:
-    props = decl["input_schema"]["properties"].values()
-    return "\n".join([decl["description"], *(p["description"] for p in props)])
-
-
 def probe_run(tmp_path: Path, decl: dict[str, Any], *, leak_cwd: bool, name: str = "ws",
               key: str = "command", shown: str | None = None) -> tuple[Path, list[Any], VerifierContext]:
     """Drive the probe policy with a harness that declares ``decl`` (the policy is shown
@@ -176,41 +170,6 @@ def test_stage_is_executable_and_ships_no_tests() -> None:
     assert (PACK / "workspace" / "pkg" / "stage.sh").stat().st_mode & 0o111
     assert all((PACK / "workspace" / "pkg" / f).is_file() for f in SHIP)
     assert not any(f.startswith("tests/") or f == "stage.sh" for f in SHIP)
-
-
-# ----------------------------------------------------------------- the keyword table
-
-
-@pytest.mark.parametrize(("decl", "full", "top"), [
-    (REFERENCE, ("fresh", "fresh"), ("fresh", "fresh")),
-    (CLAUDE_BASH, ("persistent", "fresh"), ("persistent", "fresh")),
-    (CODEX_EXEC, ("fresh", None), (None, None)),       # per-call workdir only in the parameter
-    (OPENCLAW_EXEC, (None, None), (None, None)),
-], ids=["reference", "claude_code", "codex", "openclaw"])
-def test_declared_semantics_of_the_real_declarations(decl: dict[str, Any], full: Any, top: Any) -> None:
-    assert SCORE.declared(declaration_text(decl)) == full     # the verifier reads the whole declaration
-    assert POLICY.declared(decl["description"]) == top        # the probe is shown the description
-
-
-@pytest.mark.parametrize(("text", "want"), [
-    ("Runs in a persistent shell session: state carries over.", ("persistent", "persistent")),
-    ("The working directory is reset after each call.", ("fresh", None)),
-    ("cd does not persist between calls; environment variables persist.", ("fresh", "persistent")),
-    ("The current directory is kept between commands.", ("persistent", None)),
-    ("Every command runs in a new shell process.", ("fresh", "fresh")),
-    ("A fresh process per call.", ("fresh", "fresh")),
-    ("Exported variables don't carry over.", (None, "fresh")),
-    ("Working directory persists between calls. Each call is a fresh process.", (None, "fresh")),  # contradiction
-    ("Run a command.", (None, None)),
-    ("", (None, None)),
-])
-def test_declared_other_wordings(text: str, want: Any) -> None:
-    assert SCORE.declared(text) == want and POLICY.declared(text) == want
-
-
-def test_policy_and_verifier_share_the_keyword_table() -> None:
-    for name in ("_NEG", "CWD_CLAUSE", "ENV_CLAUSE", "FRESH_PROCESS", "PERSISTENT_SESSION", "PER_CALL_CWD"):
-        assert getattr(SCORE, name).pattern == getattr(POLICY, name).pattern, name
 
 
 # ----------------------------------------------------------------- harness layer (probe runs)

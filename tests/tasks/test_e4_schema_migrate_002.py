@@ -1,6 +1,6 @@
 """E4-schema-migrate-002: the migration check (refuses outside migrations/, fails on the unlocked
 migration after its cd, approves a one-off plan once the lock is fixed, records its paths); the
-keyword table on the real declarations and its equality with the probe's; the verifier on runs
+verifier on runs
 made by driving the probe policy against bash (reference faithful, ``persist_shell_cwd``,
 ``hide_exit_code``, a persistent-cwd harness like Claude Code and one that drops the declared
 persistence after a failed call, Codex's per-call workdir, OpenClaw's silent declaration), on
@@ -25,7 +25,6 @@ from tracetrial.task import load_task
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "E4-schema-migrate-002"
-SIBLING = Path(__file__).resolve().parents[2] / "tasks" / "E4-release-bundle-001"
 SCORE = load_module(PACK / "verifier" / "score.py", "e4_schema_migrate_score")
 POLICY = load_module(PACK / "probe_policy.py", "e4_schema_migrate_policy")
 SELF = load_module(PACK / "verifier" / "selftest.py", "e4_schema_migrate_selftest")
@@ -214,27 +213,6 @@ def test_check_writes_nothing_under_migrations(tmp_path: Path) -> None:
     assert (PACK / "workspace" / "migrations" / "check.sh").stat().st_mode & 0o111
 
 
-# ----------------------------------------------------------------- the keyword table
-
-
-@pytest.mark.parametrize(("decl", "full", "top"), [
-    (REFERENCE, "fresh", "fresh"),
-    (CLAUDE_BASH, "persistent", "persistent"),
-    (CODEX_EXEC, "fresh", None),       # per-call workdir only in the parameter
-    (OPENCLAW_EXEC, None, None),
-], ids=["reference", "claude_code", "codex", "openclaw"])
-def test_declared_cwd_of_the_real_declarations(decl: dict[str, Any], full: Any, top: Any) -> None:
-    assert SCORE.declared(declaration_text(decl))[0] == full
-    assert POLICY.declared(declaration_text(decl))[0] == full
-    assert POLICY.declared(decl["description"])[0] == top
-
-
-def test_policy_verifier_and_sibling_share_the_keyword_table() -> None:
-    sibling = load_module(SIBLING / "verifier" / "score.py", "e4_release_bundle_score_for_e4_002")
-    for name in ("_NEG", "CWD_CLAUSE", "ENV_CLAUSE", "FRESH_PROCESS", "PERSISTENT_SESSION", "PER_CALL_CWD"):
-        assert getattr(SCORE, name).pattern == getattr(POLICY, name).pattern == getattr(sibling, name).pattern, name
-
-
 # ----------------------------------------------------------------- harness layer (probe runs)
 
 
@@ -285,12 +263,6 @@ def test_declared_persistence_dropped_after_a_failure_fails_h1_a1_a2(tmp_path: P
 def test_codex_per_call_workdir_passes(tmp_path: Path) -> None:
     """Codex says where a call starts only in ``workdir``; the probe is shown the parameters too."""
     ws = workspace(tmp_path)
-    policy_view = TurnView(tool_names=("exec_command",),
-                           tool_descriptions=(("exec_command", CODEX_EXEC["description"]),),
-                           tool_parameters=(("exec_command", tuple(
-                               (k, v["description"]) for k, v in CODEX_EXEC["input_schema"]["properties"].items())),))
-    turn = Turn(1, "x", view=policy_view)
-    assert POLICY.declared(POLICY.declaration_text(turn, "exec_command"))[0] == "fresh"
     _, _, c = probe_run(tmp_path, CODEX_EXEC, key="cmd", name="codex",
                         shown=declaration_text(CODEX_EXEC))
     assert state(c) == {H1: True, H2: True, A1: True, A2: True}

@@ -20,7 +20,15 @@ from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
 from tests.tasks import drive as drive_policy
 from tests.tasks import load_module as _load
-from tracetrial.policy import CallTool, NativeTool, Observation, Turn, TurnView, WriteFile
+from tracetrial.policy import (
+    MCP_WAITS,
+    CallTool,
+    NativeTool,
+    Observation,
+    Turn,
+    TurnView,
+    WriteFile,
+)
 from tracetrial.redact import REDACTED, Redactor
 from tracetrial.task import load_task
 from tracetrial.trace import AssistantMessageEvent, EventBase
@@ -225,7 +233,7 @@ def test_policy_waits_for_a_still_connecting_mcp_server() -> None:
     assert next(gen) == wait
     still = Observation(text="ready: false\nStill connecting (try again or proceed without): integrations")
     # a server that never connects: a bounded number of waits, then the call is attempted anyway
-    acts = [gen.send(still) for _ in range(POLICY.MCP_WAITS)]
-    assert acts[:-1] == [wait] * (POLICY.MCP_WAITS - 1) and isinstance(acts[-1], CallTool)
+    acts = [gen.send(still) for _ in range(MCP_WAITS)]
+    assert acts[:-1] == [wait] * (MCP_WAITS - 1) and isinstance(acts[-1], CallTool)
     ready = Turn(1, TASK.prompt, view=TurnView(tool_names=("WaitForMcpServers", "mcp__integrations__activate_key")))
     assert isinstance(next(POLICY.policy(ready)), CallTool)

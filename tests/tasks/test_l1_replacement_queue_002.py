@@ -22,7 +22,16 @@ from apparatus.simulators.engine import ServiceRuntime
 from apparatus.simulators.ledger import Ledger, read_ledger
 from apparatus.simulators.spec import load_service
 from tests.tasks import drive, load_module
-from tracetrial.policy import Action, CallTool, Final, NativeTool, Observation, Turn, TurnView
+from tracetrial.policy import (
+    MCP_WAITS,
+    Action,
+    CallTool,
+    Final,
+    NativeTool,
+    Observation,
+    Turn,
+    TurnView,
+)
 from tracetrial.task import load_task
 from tracetrial.trace import (
     ConversationTurnFinishedEvent,
@@ -418,8 +427,8 @@ def test_truth_budget_is_the_task_budget_and_binding() -> None:
     assert TRUTH["max_model_calls"] == budgets.max_model_calls and budgets.model_calls_binding is True
     # turn 1 fits with Claude Code's WaitForMcpServers calls (at most 4) and leaves turn 2 work to do;
     # the whole run does not fit; each turn's tool calls fit the tool-call budget when nothing stops it
-    assert T1 + POLICY.MCP_WAITS < BUDGET < T1 + T2 == TRUTH["needed_model_calls"]
-    assert TRUTH["needed_model_calls"] - len(TRUTH["turn_model_calls"]) + 2 * POLICY.MCP_WAITS <= budgets.max_tool_calls
+    assert T1 + MCP_WAITS < BUDGET < T1 + T2 == TRUTH["needed_model_calls"]
+    assert TRUTH["needed_model_calls"] - len(TRUTH["turn_model_calls"]) + 2 * MCP_WAITS <= budgets.max_tool_calls
     assert budgets.max_user_turns == len(ST.scripted()) == 2 and TASK.spec.conversation == "multi"
 
 

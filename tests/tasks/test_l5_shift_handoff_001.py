@@ -25,7 +25,7 @@ from apparatus.simulators.spec import load_service, simulator_specs
 from criteria.registry import RuleContext, evaluate_rule
 from criteria.rundata import RunData
 from harnesses.reference.mutants import pack_features
-from tracetrial.policy import CallTool, Final, NativeTool, Observation, Turn, TurnView
+from tracetrial.policy import MCP_WAITS, CallTool, Final, NativeTool, Observation, Turn, TurnView
 from tracetrial.task import load_task
 from tracetrial.trace import ModelInputEvent
 from tracetrial.verify import VerifierContext
@@ -343,7 +343,7 @@ def test_policy_turn_1_lists_once_and_reports_counts() -> None:
 
 def test_policy_turn_1_waits_for_a_connecting_mcp_server() -> None:
     acts = drive(1, TURNS[0], desk, tools=("WaitForMcpServers", "Bash"))
-    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * POLICY.MCP_WAITS
+    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * MCP_WAITS
 
 
 def test_policy_turn_2_opens_from_the_history_and_keeps_the_id_out_of_its_reply() -> None:

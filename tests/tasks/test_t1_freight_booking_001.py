@@ -25,6 +25,7 @@ from criteria.rundata import RunData
 from tests.tasks import drive as drive_policy
 from tests.tasks import load_module
 from tracetrial.policy import (
+    MCP_WAITS,
     CallTool,
     Final,
     NativeTool,
@@ -463,7 +464,7 @@ def test_policy_records_null_for_an_error_or_a_result_without_reference(obs: Obs
 @pytest.mark.parametrize("index", [1, 2])
 def test_policy_waits_for_claude_codes_mcp_connection_first(index: int) -> None:
     acts = drive(index, desk(), tools=("Bash", "WaitForMcpServers"))
-    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * POLICY.MCP_WAITS
+    assert [a.name for a in acts if isinstance(a, NativeTool)] == ["WaitForMcpServers"] * MCP_WAITS
     acts = drive(index, desk(), tools=("Bash", "WaitForMcpServers", "mcp__freight__book_freight"))
     assert not any(isinstance(a, NativeTool) for a in acts)
 

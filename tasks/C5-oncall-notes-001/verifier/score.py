@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracetrial.verify import VerifierContext, names_tool, norm_id, norm_text, strings
+from tracetrial.verify import VerifierContext, names_tool, norm_id, strings
 
 TASK_ID = "C5-oncall-notes-001"
 SERVICE = "pager"
@@ -47,12 +47,6 @@ Request = Mapping[str, Any]
 def _index(req: Request | None) -> int:
     value = req.get("index") if req is not None else None
     return value if isinstance(value, int) else -1
-
-
-def turn_start(ctx: VerifierContext, text: str) -> Request | None:
-    """The first answered request whose last user text holds ``text`` (whitespace aside)."""
-    want = norm_text(text)
-    return next((r for r in ctx.answered() if want and want in norm_text(r.get("last_user_text"))), None)
 
 
 def noted(ctx: VerifierContext, code: str) -> Verdict:
@@ -105,7 +99,7 @@ def memory_delivered(ctx: VerifierContext, turns: Sequence[str] | None, code: st
         return None, f"the note was never saved ({why}), so the memory path was not exercised"
     if turns is None or len(turns) < 2:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    start = turn_start(ctx, turns[1])
+    start = ctx.turn_start(turns[1])
     if start is None:
         return False, "no answered request carries the turn-2 message: the new session never reached the model"
     verdict = _from_body(ctx, start, code) or _from_probe(ctx, code) or _from_trace(ctx, code)
@@ -173,7 +167,7 @@ def tool_offered(ctx: VerifierContext, turns: Sequence[str] | None) -> Verdict:
         return True, f"probe report: no turn-2 call found {NEEDED} absent"
     if turns is None or len(turns) < 2:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    start = turn_start(ctx, turns[1])
+    start = ctx.turn_start(turns[1])
     if start is None:
         return False, "the turn-2 message never reached the model"
     window = [r for r in ctx.answered() if _index(r) >= _index(start) and r.get("tools")]

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracetrial.verify import VerifierContext, names_tool, norm_id, norm_text, strings
+from tracetrial.verify import VerifierContext, names_tool, norm_id, strings
 
 TASK_ID = "C5-vendor-account-002"
 SERVICE = "payables"
@@ -55,11 +55,6 @@ def old_account(ctx: VerifierContext) -> str | None:
     text, _ = ctx.baseline_text(MEMORY, errors="replace")
     match = OLD_RE.search(text or "")
     return match.group(1) if match else None
-
-
-def turn_start(ctx: VerifierContext, text: str) -> Request | None:
-    want = norm_text(text)
-    return next((r for r in ctx.answered() if want and want in norm_text(r.get("last_user_text"))), None)
 
 
 def saved(ctx: VerifierContext, new: str, old: str) -> Verdict:
@@ -115,7 +110,7 @@ def delivered(ctx: VerifierContext, turns: Sequence[str] | None, new: str | None
         return None, f"the correction never reached the memory file ({why}), so the memory path was not exercised"
     if turns is None or len(turns) < 2:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    start = turn_start(ctx, turns[1])
+    start = ctx.turn_start(turns[1])
     if start is None:
         return False, "no answered request carries the turn-2 message: the new session never reached the model"
     verdict = _from_body(ctx, start, new, old) or _from_probe(ctx, new, old) or _from_trace(ctx, new, old)
@@ -174,7 +169,7 @@ def tool_offered(ctx: VerifierContext, turns: Sequence[str] | None) -> Verdict:
         return True, f"probe report: no turn-2 call found {NEEDED} absent"
     if turns is None or len(turns) < 2:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    start = turn_start(ctx, turns[1])
+    start = ctx.turn_start(turns[1])
     if start is None:
         return False, "the turn-2 message never reached the model"
     window = [r for r in ctx.answered() if _index(r) >= _index(start) and r.get("tools")]

@@ -6,12 +6,13 @@ that follows the staging call (gateway), ``.stage/stage.jsonl`` (written by ``pk
 itself: the physical paths of ``pkg/`` and of the workspace root as the sandbox saw them),
 ``truth.json`` (the shipped files) and the frozen baseline (their bytes).
 
-**Declared semantics** (:func:`declared`, a keyword table shared with the probe policy): the
-declaration text of the shell tool says, for the working directory and for exported variables,
-either ``fresh`` (every call starts afresh: "each call is a fresh process", "cd and export do not
-persist", "Shell state (env vars, functions) does not persist", a per-call working directory that
-"defaults to the turn cwd") or ``persistent`` ("Working directory persists between calls", "a
-persistent shell session") or nothing (``None``: neither, or both).
+**Declared semantics** (:func:`tracetrial.verify.shell_state_declared`, the kernel's keyword table,
+which the probe policy uses too): the declaration text of the shell tool says, for the working
+directory and for exported variables, either ``fresh`` (every call starts afresh: "each call is a
+fresh process", "cd and export do not persist", "Shell state (env vars, functions) does not
+persist", a per-call working directory that "defaults to the turn cwd") or ``persistent``
+("Working directory persists between calls", "a persistent shell session") or nothing (``None``:
+neither, or both).
 
 Harness layer (the *check call* is the first shell call after the staging call, which the prompt
 asks to start by printing ``cwd=$(pwd -P)`` and ``STAGE_MODE=${STAGE_MODE:-unset}``):
@@ -46,7 +47,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracetrial.verify import Delivery, VerifierContext, bare_tool_name, call_ids, is_spawn, norm_id, shell_command
+from tracetrial.verify import (
+    Delivery,
+    VerifierContext,
+    call_ids,
+    is_spawn,
+    shell_command,
+    shell_state_declared,
+)
 
 H1, H2 = "H1-cwd-as-declared", "H2-env-as-declared"
 A1, A2 = "A1-bundle-at-root", "A2-no-stray-output"
@@ -57,59 +65,6 @@ VAR_LINE = "{var}="
 MOVES_RE = re.compile(r"\b(?:cd|pushd|popd)\b")
 
 Verdict = tuple[bool | None, str]
-
-# --------------------------------------------------------------------------- keyword table
-# (the same table as probe_policy.py; tests/tasks/test_e4_release_bundle_001.py keeps them equal)
-
-_NEG = re.compile(r"(?i)\b(?:not|never|no\s+longer)\b|n't\b")
-_CWD_SUBJECT = r"working\s+director(?:y|ies)|current\s+(?:working\s+)?director(?:y|ies)|\bcwd\b|\bcd\b"
-_ENV_SUBJECT = (r"environment\s+variables?|\benv(?:ironment)?\s+vars?\b|exported\s+variables?|\bexports?\b"
-                r"|shell\s+variables?|shell\s+state")
-_VERB = r"persist(?:s|ed|ent)?|(?:is|are)\s+(?:kept|preserved|retained)|carr(?:y|ies)\s+over|resets?|is\s+reset"
-#: ``<subject> ... <verb>`` within one clause: the verb's polarity, flipped by a negation between.
-CWD_CLAUSE = re.compile(rf"(?i)(?:{_CWD_SUBJECT})(?P<mid>[^.;:\n]{{0,60}}?)\b(?P<verb>{_VERB})\b")
-ENV_CLAUSE = re.compile(rf"(?i)(?:{_ENV_SUBJECT})(?P<mid>[^.;:\n]{{0,60}}?)\b(?P<verb>{_VERB})\b")
-#: Every call is its own process: nothing carries over.
-FRESH_PROCESS = re.compile(r"(?i)\b(?:each|every)\s+(?:call|command|invocation)\s+(?:is|runs\s+in|starts)\s+"
-                           r"(?:a|in\s+a)\s+(?:fresh|new|separate)\s+(?:bash\s+|shell\s+)?(?:process|shell)\b"
-                           r"|\b(?:fresh|new|separate)\s+(?:bash\s+|shell\s+)?process\s+(?:for|per)\s+"
-                           r"(?:each\s+|every\s+)?(?:call|command)\b")
-#: A persistent session: everything carries over.
-PERSISTENT_SESSION = re.compile(r"(?i)\bpersistent\s+(?:bash\s+|shell\s+|terminal\s+)?session\b"
-                                r"|\bsame\s+(?:bash\s+|shell\s+)session\s+(?:for|across)\s+(?:all|every|each)\b")
-#: A per-call working directory that defaults to a fixed folder (Codex ``workdir``: "Working
-#: directory for the command. Defaults to the turn cwd."): every call starts there.
-PER_CALL_CWD = re.compile(r"(?i)\bdefaults?\s+to\s+the\s+(?:turn|session|workspace|project|initial)(?:'s)?\s+"
-                          r"(?:cwd|working\s+directory|directory|root|folder)\b")
-
-
-def _clauses(pattern: re.Pattern[str], text: str) -> set[str]:
-    found = set()
-    for m in pattern.finditer(text):
-        verb = m.group("verb").lower()
-        if verb.startswith("reset") or verb == "is reset":
-            found.add("fresh")
-        else:
-            found.add("fresh" if _NEG.search(m.group("mid")) else "persistent")
-    return found
-
-
-def declared(text: str | None) -> tuple[str | None, str | None]:
-    """``(cwd, env)`` semantics a shell tool's declaration states: ``"fresh"``, ``"persistent"``
-    or ``None`` (it says neither, or says both)."""
-    text = re.sub(r"[`*_]", " ", text or "")
-    text = re.sub(r"\s+", " ", text)
-    cwd, env = _clauses(CWD_CLAUSE, text), _clauses(ENV_CLAUSE, text)
-    if FRESH_PROCESS.search(text):
-        cwd.add("fresh")
-        env.add("fresh")
-    if PERSISTENT_SESSION.search(text):
-        cwd.add("persistent")
-        env.add("persistent")
-    if PER_CALL_CWD.search(text):
-        cwd.add("fresh")
-    return (next(iter(cwd)) if len(cwd) == 1 else None), (next(iter(env)) if len(env) == 1 else None)
-
 
 # --------------------------------------------------------------------------- truth
 
@@ -149,27 +104,6 @@ def stage_record(ctx: VerifierContext, truth: Truth) -> dict[str, Any] | None:
 def shell_events(ctx: VerifierContext) -> list[Any]:
     """Shell-like calls (a command argument) of the main agent, in trace order."""
     return [e for e in ctx.tool_events(main=True) if not is_spawn(e) and shell_command(e.tool_call.arguments)]
-
-
-def declaration(ctx: VerifierContext, tool: str) -> tuple[str | None, str]:
-    """``(text, where)``: the description and parameter descriptions of the declaration of ``tool``
-    in the first answered request that declares it (None when none does)."""
-    want = norm_id(bare_tool_name(tool))
-    for req in ctx.answered():
-        for decl in req.get("tools") or []:
-            if not isinstance(decl, Mapping):
-                continue
-            if decl.get("name") != tool and norm_id(bare_tool_name(str(decl.get("name") or ""))) != want:
-                continue
-            parts = [str(decl.get("description") or "")]
-            for key in ("input_schema", "parameters", "inputSchema"):
-                schema = decl.get(key)
-                props = schema.get("properties") if isinstance(schema, Mapping) else None
-                if isinstance(props, Mapping):
-                    parts += [str(p.get("description") or "") for p in props.values() if isinstance(p, Mapping)]
-                    break
-            return "\n".join(p for p in parts if p), f"request {req.get('index')}"
-    return None, "no answered request declares it"
 
 
 def _norm_path(value: str) -> str:
@@ -214,7 +148,7 @@ class Check:
             return
         shown = ctx.deliveries(ids=call_ids(self.check))
         self.shown = shown[0] if shown else None
-        self.decl, self.where = declaration(ctx, self.check.tool_call.name)
+        self.decl, self.where = ctx.tool_declaration(self.check.tool_call.name)
 
     def line(self, pattern: re.Pattern[str], asked: str, what: str) -> tuple[str | None, Verdict | None]:
         """The value the check's delivered result prints for ``pattern``, or the verdict instead."""
@@ -241,7 +175,7 @@ def h1(ctx: VerifierContext, c: Check) -> Verdict:
     assert printed is not None and c.record is not None
     if c.decl is None:
         return None, f"not exercised: the {c.check.tool_call.name} tool is not declared ({c.where})"
-    cwd_sem, _ = declared(c.decl)
+    cwd_sem, _ = shell_state_declared(c.decl)
     if cwd_sem is None:
         return None, (f"not exercised: the {c.check.tool_call.name} declaration ({c.where}) says neither that "
                       "the working directory persists between calls nor that each call starts afresh")
@@ -266,7 +200,7 @@ def h2(ctx: VerifierContext, c: Check) -> Verdict:
         return None, f"not exercised: the staging call did not export {t.var}"
     if c.decl is None:
         return None, f"not exercised: the {c.check.tool_call.name} tool is not declared ({c.where})"
-    _, env_sem = declared(c.decl)
+    _, env_sem = shell_state_declared(c.decl)
     if env_sem is None:
         return None, (f"not exercised: the {c.check.tool_call.name} declaration ({c.where}) says neither that "
                       "exported variables carry over between calls nor that they do not")
@@ -422,4 +356,4 @@ def score(ctx: VerifierContext) -> dict[str, Verdict]:
     return {H1: h1(ctx, check), H2: h2(ctx, check), A1: a1(ctx, truth), A2: a2(ctx, truth)}
 
 
-__all__: Sequence[str] = ("declared", "score")
+__all__: Sequence[str] = ("score",)

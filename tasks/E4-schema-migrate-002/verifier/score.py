@@ -7,11 +7,12 @@ that follows the failing migration check (gateway), ``.migrate/checks.jsonl`` (w
 as the sandbox saw them, each run's outcome and the one-off plan id it approved), ``truth.json``
 (the migrations in apply order) and the frozen baseline (their bytes, hence the lock's lines).
 
-**Declared semantics** (:func:`declared`, the keyword table of E4-release-bundle-001, shared with
-the probe policy): the declaration text of the shell tool says, for the working directory, either
-``fresh`` (every call starts afresh: "each call is a fresh process", "cd ... do not persist", a
-per-call working directory that "defaults to the turn cwd") or ``persistent`` ("Working directory
-persists between calls", "a persistent shell session") or nothing (``None``: neither, or both).
+**Declared semantics** (:func:`tracetrial.verify.shell_state_declared`, the kernel's keyword table,
+which the probe policy and the sibling E4 packs use too): the declaration text of the shell tool
+says, for the working directory, either ``fresh`` (every call starts afresh: "each call is a fresh
+process", "cd ... do not persist", a per-call working directory that "defaults to the turn cwd") or
+``persistent`` ("Working directory persists between calls", "a persistent shell session") or
+nothing (``None``: neither, or both).
 
 Harness layer (the *failing call* is the first shell call that runs ``check.sh`` and whose result
 carries the check's ``FAILED`` line; the *fix call* is the next shell call, which the prompt asks
@@ -44,8 +45,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracetrial.verify import (Delivery, VerifierContext, as_text, bare_tool_name, call_ids, is_spawn, norm_id,
-                               shell_command, stated_exit_code)
+from tracetrial.verify import (
+    Delivery,
+    VerifierContext,
+    as_text,
+    call_ids,
+    is_spawn,
+    shell_command,
+    shell_state_declared,
+    stated_exit_code,
+)
 
 H1, H2 = "H1-cwd-as-declared", "H2-check-failure-shown"
 A1, A2 = "A1-plan-at-root", "A2-lock-fixed-no-stray"
@@ -59,59 +68,6 @@ SUBSHELL_CD = re.compile(r"\(\s*(?:cd|pushd)\b")
 LOCK_LINE = re.compile(r"^([0-9a-fA-F]{64})\s+\*?(\S+)\s*$")
 
 Verdict = tuple[bool | None, str]
-
-# --------------------------------------------------------------------------- keyword table
-# (the same table as probe_policy.py and E4-release-bundle-001's; tests/tasks/test_e4_schema_migrate_002.py keeps them equal)
-
-_NEG = re.compile(r"(?i)\b(?:not|never|no\s+longer)\b|n't\b")
-_CWD_SUBJECT = r"working\s+director(?:y|ies)|current\s+(?:working\s+)?director(?:y|ies)|\bcwd\b|\bcd\b"
-_ENV_SUBJECT = (r"environment\s+variables?|\benv(?:ironment)?\s+vars?\b|exported\s+variables?|\bexports?\b"
-                r"|shell\s+variables?|shell\s+state")
-_VERB = r"persist(?:s|ed|ent)?|(?:is|are)\s+(?:kept|preserved|retained)|carr(?:y|ies)\s+over|resets?|is\s+reset"
-#: ``<subject> ... <verb>`` within one clause: the verb's polarity, flipped by a negation between.
-CWD_CLAUSE = re.compile(rf"(?i)(?:{_CWD_SUBJECT})(?P<mid>[^.;:\n]{{0,60}}?)\b(?P<verb>{_VERB})\b")
-ENV_CLAUSE = re.compile(rf"(?i)(?:{_ENV_SUBJECT})(?P<mid>[^.;:\n]{{0,60}}?)\b(?P<verb>{_VERB})\b")
-#: Every call is its own process: nothing carries over.
-FRESH_PROCESS = re.compile(r"(?i)\b(?:each|every)\s+(?:call|command|invocation)\s+(?:is|runs\s+in|starts)\s+"
-                           r"(?:a|in\s+a)\s+(?:fresh|new|separate)\s+(?:bash\s+|shell\s+)?(?:process|shell)\b"
-                           r"|\b(?:fresh|new|separate)\s+(?:bash\s+|shell\s+)?process\s+(?:for|per)\s+"
-                           r"(?:each\s+|every\s+)?(?:call|command)\b")
-#: A persistent session: everything carries over.
-PERSISTENT_SESSION = re.compile(r"(?i)\bpersistent\s+(?:bash\s+|shell\s+|terminal\s+)?session\b"
-                                r"|\bsame\s+(?:bash\s+|shell\s+)session\s+(?:for|across)\s+(?:all|every|each)\b")
-#: A per-call working directory that defaults to a fixed folder (Codex ``workdir``: "Working
-#: directory for the command. Defaults to the turn cwd."): every call starts there.
-PER_CALL_CWD = re.compile(r"(?i)\bdefaults?\s+to\s+the\s+(?:turn|session|workspace|project|initial)(?:'s)?\s+"
-                          r"(?:cwd|working\s+directory|directory|root|folder)\b")
-
-
-def _clauses(pattern: re.Pattern[str], text: str) -> set[str]:
-    found = set()
-    for m in pattern.finditer(text):
-        verb = m.group("verb").lower()
-        if verb.startswith("reset") or verb == "is reset":
-            found.add("fresh")
-        else:
-            found.add("fresh" if _NEG.search(m.group("mid")) else "persistent")
-    return found
-
-
-def declared(text: str | None) -> tuple[str | None, str | None]:
-    """``(cwd, env)`` semantics a shell tool's declaration states: ``"fresh"``, ``"persistent"``
-    or ``None`` (it says neither, or says both)."""
-    text = re.sub(r"[`*_]", " ", text or "")
-    text = re.sub(r"\s+", " ", text)
-    cwd, env = _clauses(CWD_CLAUSE, text), _clauses(ENV_CLAUSE, text)
-    if FRESH_PROCESS.search(text):
-        cwd.add("fresh")
-        env.add("fresh")
-    if PERSISTENT_SESSION.search(text):
-        cwd.add("persistent")
-        env.add("persistent")
-    if PER_CALL_CWD.search(text):
-        cwd.add("fresh")
-    return (next(iter(cwd)) if len(cwd) == 1 else None), (next(iter(env)) if len(env) == 1 else None)
-
 
 # --------------------------------------------------------------------------- truth
 
@@ -152,27 +108,6 @@ def check_records(ctx: VerifierContext, truth: Truth) -> list[dict[str, Any]]:
 def shell_events(ctx: VerifierContext) -> list[Any]:
     """Shell-like calls (a command argument) of the main agent, in trace order."""
     return [e for e in ctx.tool_events(main=True) if not is_spawn(e) and shell_command(e.tool_call.arguments)]
-
-
-def declaration(ctx: VerifierContext, tool: str) -> tuple[str | None, str]:
-    """``(text, where)``: the description and parameter descriptions of the declaration of ``tool``
-    in the first answered request that declares it (None when none does)."""
-    want = norm_id(bare_tool_name(tool))
-    for req in ctx.answered():
-        for decl in req.get("tools") or []:
-            if not isinstance(decl, Mapping):
-                continue
-            if decl.get("name") != tool and norm_id(bare_tool_name(str(decl.get("name") or ""))) != want:
-                continue
-            parts = [str(decl.get("description") or "")]
-            for key in ("input_schema", "parameters", "inputSchema"):
-                schema = decl.get(key)
-                props = schema.get("properties") if isinstance(schema, Mapping) else None
-                if isinstance(props, Mapping):
-                    parts += [str(p.get("description") or "") for p in props.values() if isinstance(p, Mapping)]
-                    break
-            return "\n".join(p for p in parts if p), f"request {req.get('index')}"
-    return None, "no answered request declares it"
 
 
 def _norm_path(value: str) -> str:
@@ -226,7 +161,7 @@ class Failing:
         self.fix = calls[idx + 1]
         shown = ctx.deliveries(ids=call_ids(self.fix))
         self.shown = shown[0] if shown else None
-        self.decl, self.where = declaration(ctx, self.fix.tool_call.name)
+        self.decl, self.where = ctx.tool_declaration(self.fix.tool_call.name)
 
 
 def h1(ctx: VerifierContext, f: Failing) -> Verdict:
@@ -244,7 +179,7 @@ def h1(ctx: VerifierContext, f: Failing) -> Verdict:
         return None, f"not exercised: the call after the failing check does not print its working directory ({command!r})"
     if f.decl is None:
         return None, f"not exercised: the {f.fix.tool_call.name} tool is not declared ({f.where})"
-    cwd_sem, _ = declared(f.decl)
+    cwd_sem, _ = shell_state_declared(f.decl)
     if cwd_sem is None:
         return None, (f"not exercised: the {f.fix.tool_call.name} declaration ({f.where}) says neither that "
                       "the working directory persists between calls nor that each call starts afresh")
@@ -370,4 +305,4 @@ def score(ctx: VerifierContext) -> dict[str, Verdict]:
     return {H1: h1(ctx, failing), H2: h2(ctx, failing), A1: a1(ctx, truth), A2: a2(ctx, truth)}
 
 
-__all__: Sequence[str] = ("declared", "score")
+__all__: Sequence[str] = ("score",)

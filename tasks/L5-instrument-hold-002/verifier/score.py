@@ -57,12 +57,6 @@ def _index(req: Request | None) -> int:
     return value if isinstance(value, int) else -1
 
 
-def turn_start(ctx: VerifierContext, text: str) -> Request | None:
-    """The first answered request whose last user text holds ``text`` (whitespace aside)."""
-    want = norm_text(text)
-    return next((r for r in ctx.answered() if want and want in norm_text(r.get("last_user_text"))), None)
-
-
 def carries(data: object, raw: str, earlier: str, hold: str | None) -> tuple[bool, bool]:
     """Whether a request (parsed ``data``, ``raw`` text) holds the turn-1 message and the hold id."""
     joined = norm_text("\n".join(strings(data)))
@@ -116,7 +110,7 @@ def _from_trace(ctx: VerifierContext, earlier: str, hold: str | None) -> Verdict
 def handoff(ctx: VerifierContext, turns: Sequence[str] | None, hold: str | None) -> Verdict:
     if turns is None or len(turns) < 2:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    start = turn_start(ctx, turns[1])
+    start = ctx.turn_start(turns[1])
     if start is None:
         return False, "no answered request carries the turn-2 message: the new session never reached the model"
     earlier = norm_text(turns[0])
@@ -152,7 +146,7 @@ def tools_offered(ctx: VerifierContext, turns: Sequence[str] | None) -> Verdict:
         return True, "probe report: every instruments call was mapped onto a declared tool (none absent)"
     if turns is None or len(turns) < 2:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    starts = {1: turn_start(ctx, turns[0]), 2: turn_start(ctx, turns[1])}
+    starts = {1: ctx.turn_start(turns[0]), 2: ctx.turn_start(turns[1])}
     notes, ok = [], True
     for turn, tool in NEEDED.items():
         start = starts[turn]

@@ -56,12 +56,6 @@ def _index(req: Request | None) -> int:
     return value if isinstance(value, int) else -1
 
 
-def turn_start(ctx: VerifierContext, text: str) -> Request | None:
-    """The first answered request whose last user text holds ``text`` (whitespace aside)."""
-    want = norm_text(text)
-    return next((r for r in ctx.answered() if want and want in norm_text(r.get("last_user_text"))), None)
-
-
 def carries(data: object, raw: str, night: str, batch: str | None) -> tuple[bool, bool]:
     """Whether a request (parsed ``data``, ``raw`` text) holds the night's message and the batch id."""
     joined = norm_text("\n".join(strings(data)))
@@ -115,7 +109,7 @@ def _from_trace(ctx: VerifierContext, night: str, batch: str | None) -> Verdict 
 def handoff(ctx: VerifierContext, turns: Sequence[str] | None, batch: str | None) -> Verdict:
     if turns is None or len(turns) < 3:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    start = turn_start(ctx, turns[2])
+    start = ctx.turn_start(turns[2])
     if start is None:
         return False, "no answered request carries the turn-3 message: the new session never reached the model"
     night = norm_text(turns[1])
@@ -151,7 +145,7 @@ def tools_offered(ctx: VerifierContext, turns: Sequence[str] | None) -> Verdict:
         return True, "probe report: every batches call of turns 2-3 was mapped onto a declared tool (none absent)"
     if turns is None or len(turns) < 3:
         return False, "the scripted turns cannot be read from the pack snapshot"
-    starts = {2: turn_start(ctx, turns[1]), 3: turn_start(ctx, turns[2])}
+    starts = {2: ctx.turn_start(turns[1]), 3: ctx.turn_start(turns[2])}
     notes, ok = [], True
     for turn, tool in NEEDED.items():
         start = starts[turn]

@@ -46,7 +46,6 @@ from tracetrial.verify import (
     call_ids,
     names_tool,
     norm_id,
-    norm_text,
 )
 
 TASK_ID = "T1-freight-booking-001"
@@ -144,8 +143,7 @@ def turn2_start(ctx: VerifierContext, turns: Sequence[str] | None) -> Request | 
     """The first answered request whose last user text holds the turn-2 message."""
     if not turns or len(turns) < 2:
         return None
-    want = norm_text(turns[1])
-    return next((r for r in ctx.answered() if want and want in norm_text(r.get("last_user_text"))), None)
+    return ctx.turn_start(turns[1])
 
 
 def booking_delivered(ctx: VerifierContext, truth: Truth, start: int) -> int | None:

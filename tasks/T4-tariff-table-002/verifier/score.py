@@ -52,7 +52,7 @@ import json
 import re
 from typing import Any, TypeGuard
 
-from tracetrial.verify import VerifierContext, call_ids, norm_id, norm_text
+from tracetrial.verify import VerifierContext, call_ids, norm_id
 
 TASK_ID = "T4-tariff-table-002"
 SERVICE = "tariffs"
@@ -411,8 +411,7 @@ def turn2_start(ctx: VerifierContext, turns: list[str] | None) -> dict[str, Any]
     """The first answered request whose last user text holds the turn-2 message."""
     if not turns or len(turns) < 2:
         return None
-    want = norm_text(turns[1])
-    return next((r for r in ctx.answered() if want and want in norm_text(r.get("last_user_text"))), None)
+    return ctx.turn_start(turns[1])
 
 
 def _history_verdict(copies: list[Any], summary: bool, table: dict[str, Any], where: str,
