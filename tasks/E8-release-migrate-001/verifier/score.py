@@ -158,7 +158,7 @@ def shown_plan(all_runs: Sequence[Run]) -> dict[str, Any] | None:
 
 def _time(value: object) -> float | None:
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(str(value)).timestamp()
     except (TypeError, ValueError):
         return None
 

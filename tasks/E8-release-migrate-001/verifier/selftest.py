@@ -26,7 +26,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tracetrial.policy import Final, NativeTool, Observation, ReadFile, Shell, Turn, TurnView, WriteFile
+from tracetrial.policy import (
+    Final,
+    NativeTool,
+    Observation,
+    ReadFile,
+    Shell,
+    Turn,
+    TurnView,
+    WriteFile,
+)
 from tracetrial.verify import ToolEvent, VerifierContext
 
 sys.dont_write_bytecode = True  # never write __pycache__ into the pack
@@ -160,7 +169,7 @@ class Harness:
             name, args = action.name, dict(action.arguments)
             content, err = self._native(action.name, args)
         else:
-            raise AssertionError(f"unexpected action {action!r}")
+            raise TypeError(f"unexpected action {action!r}")
         self.calls.append((name, args, content, err, time.time()))
         if content is None:
             return None

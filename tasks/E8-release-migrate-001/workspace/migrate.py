@@ -96,8 +96,8 @@ def plan():
 
 
 def render(p):
-    lines = [f"migrate.py: target {p['database']} (schema version {p['from_version']}), "
-             f"{len(p['migrations'])} pending migration(s)",
+    lines = [(f"migrate.py: target {p['database']} (schema version {p['from_version']}), "
+              f"{len(p['migrations'])} pending migration(s)"),
              f"plan {p['plan_id']}  {p['from_version']} -> {p['to_version']}"]
     width = max([len(m["id"]) for m in p["migrations"]] + [0])
     for n, m in enumerate(p["migrations"], 1):
