@@ -364,8 +364,10 @@ CODEX_RESULT = ("Chunk ID: a6f960\nWall time: 10.0182 seconds\nProcess running w
 CLAUDE_RESULT = ("Exit code 1\nmigrate.py: target orders (schema version 41), 3 pending migration(s)\nplan "
                  "PLAN-TESTAB12  41 -> 44\nApply plan PLAN-TESTAB12 (3 migrations, 41 -> 44) to orders? [y/N] \n"
                  "no answer (end of input): nothing applied")
-OPENCLAW_RESULT = ("Command still running (session tidy-cove, pid 4242). Use process "
-                   "(list/poll/log/write/kill/clear/remove) for follow-up.")
+OPENCLAW_RESULT = ("Warning: PTY spawn failed (Error: PTY is unavailable when execution requires process-tree "
+                   "cleanup); retrying without PTY for `./migrate.py apply`.\n\nCommand still running (session "
+                   "tidy-cove, pid 76). Use process (list/poll/log/write/send-keys/submit/paste/kill/clear/remove) "
+                   "for follow-up.")
 
 
 def test_codex_record_shape(tmp_path: Path) -> None:
