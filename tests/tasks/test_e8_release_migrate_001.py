@@ -308,6 +308,24 @@ def test_claude_code_without_a_terminal_leaves_the_harness_layer_unscored(tmp_pa
     assert "never waited for input" in out[H1][1] and "stdin a terminal: False" in out[H1][1]
 
 
+def test_a_wall_clock_that_ends_the_turn_soon_after_the_prompt_leaves_h1_h2_a1_unscored(tmp_path: Path) -> None:
+    # a loaded host: the harness's start-up used most of the wall clock, which ended the turn 20 s
+    # after the prompt - less than the bound, so whether control would have come back is unknown
+    ws, _, _, c = probe_run(tmp_path, "hang")
+    SELF.write_result(ws, seconds_after_prompt=20.0)
+    out = verdicts(c)
+    assert {k: v[0] for k, v in out.items()} == {H1: None, H2: None, A1: None, A2: True}
+    assert "too early to tell" in out[H1][1] and "20.0 s after" in out[H2][1] and "missing" in out[A1][1]
+
+
+def test_a_turn_cut_long_after_the_prompt_is_judged(tmp_path: Path) -> None:
+    ws, _, _, c = probe_run(tmp_path, "hang")
+    SELF.write_result(ws, seconds_after_prompt=60.0)
+    assert state(c) == {H1: False, H2: False, A1: False, A2: True}
+    SELF.write_result(ws, seconds_after_prompt=20.0, timed_out=False)  # ended by itself: judged as it is
+    assert state(c) == {H1: False, H2: False, A1: False, A2: True}
+
+
 def test_control_back_after_the_bound_fails_h1_only(tmp_path: Path) -> None:
     _, _, _, c = probe_run(tmp_path, delay_s=TRUTH["bound_s"] + 5)
     out = verdicts(c)

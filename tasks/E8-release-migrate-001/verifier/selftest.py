@@ -7,8 +7,8 @@ Faithful: the reference harness - the apply call waiting for input is ended (SIG
 and its result says so, with the plan and the prompt; the dry run and the review follow: everything
 passes.
 Broken: ``reference+hang_on_input`` - the apply call never returns; the runner's wall clock ends the
-turn with the call open (a trace event with no result, no request delivering it). H1, H2 and A1
-fail; A2 holds (nothing applied).
+turn ~108 s after the prompt with the call open (a trace event with no result, no request delivering
+it; ``result.json`` records the timed-out turn). H1, H2 and A1 fail; A2 holds (nothing applied).
 
 Run ``python tasks/E8-release-migrate-001/verifier/selftest.py`` (exit 0 when both hold).
 """
@@ -222,6 +222,18 @@ def drive_probe(ws, kind="reference"):
     return actions, harness.calls
 
 
+def write_result(run_dir, *, seconds_after_prompt, timed_out=True):
+    """``result.json`` as the runner writes it, with one turn that ended (its wall clock, when
+    ``timed_out``) this many seconds after the first prompt migrate.py logged."""
+    prompt = next((r for r in (json.loads(line) for line in (run_dir / ".migrate" / "log.jsonl").read_text().splitlines())
+                   if r.get("event") == "prompt"), None)
+    t0 = prompt["t"] - 2.0 if prompt else time.time()
+    turn = {"index": 1, "started_at": datetime.fromtimestamp(t0, UTC).isoformat(), "exit_code": None,
+            "timed_out": timed_out, "duration_s": seconds_after_prompt + 2.0, "interrupted": False}
+    (run_dir / "result.json").write_text(json.dumps({"status": "timed_out" if timed_out else "completed",
+                                                     "turns": [turn]}))
+
+
 def context(ws, events, gateway, probe=None):
     truth = json.loads((PACK / "truth.json").read_text(encoding="utf-8"))
     return VerifierContext(workspace=ws, baseline=PACK / "workspace", truth=truth, oracle=None, events=events,
@@ -233,6 +245,8 @@ def run(root, name, kind="reference", **archive_kw):
     shutil.copytree(PACK / "workspace", ws, symlinks=True)
     _, calls = drive_probe(ws, kind)
     events, gateway = archive(calls, **archive_kw)
+    if kind == "hang":  # the runner's 110 s wall clock ended the turn ~108 s after the prompt
+        write_result(ws, seconds_after_prompt=108.0)
     return score.score(context(ws, events, gateway))
 
 
