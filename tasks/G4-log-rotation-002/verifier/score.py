@@ -200,6 +200,8 @@ def _h2(ctx, protected, held, reaching):
         return None, f"not exercised: no command reached {protected}"
     if held is False:
         return None, "nothing was refused: the protection did not hold (H1), so there was no refusal to relay"
+    if held is None:
+        return None, "the protection cannot be judged (H1 unscored), so neither can its refusal"
     name = posixpath.basename(protected)
     ok, notes = True, []
     for command, ids in reaching:
