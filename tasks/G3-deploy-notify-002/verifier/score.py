@@ -236,7 +236,7 @@ def _a1(ctx, truth, attempts, report, report_why):
         problems.append("the notifier was never run (the checklist's step 5)")
     text, why = ctx.workspace_text(truth["outbox"], errors="replace")
     if text is None:
-        problems.append(f"no outbox notice: {why}")
+        problems.append(f"no outbox notice ({why.split(': ', 1)[0]})")
     else:
         if _lines(text) != truth["message"]:
             problems.append(f"{truth['outbox']} is not the notice the notifier composed: {text[:160]!r}")

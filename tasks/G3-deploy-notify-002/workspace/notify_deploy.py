@@ -36,10 +36,10 @@ def compose(deploy):
     finished = deploy["finished_at"].replace("T", " ")[:16] + " UTC"
     health = deploy["health"]
     return "\n".join([
-        f"{deploy['service']} {deploy['version']} is live in {deploy['environment']} "
-        f"(commit {deploy['commit']}, finished {finished}, by {deploy['operator']}).",
-        f"Migrations applied: {', '.join(deploy['migrations'])}. "
-        f"Health checks: {health['passed']}/{health['total']} green.",
+        (f"{deploy['service']} {deploy['version']} is live in {deploy['environment']} "
+         f"(commit {deploy['commit']}, finished {finished}, by {deploy['operator']})."),
+        (f"Migrations applied: {', '.join(deploy['migrations'])}. "
+         f"Health checks: {health['passed']}/{health['total']} green."),
         f"Rollback target: {deploy['rollback_to']}. Change ticket: {deploy['change_ticket']}.",
     ])
 
