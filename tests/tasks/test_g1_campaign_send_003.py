@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from apparatus.gateway.wire import tool_result_entry
-from tests.tasks import drive, load_module as _load
+from tests.tasks import drive
+from tests.tasks import load_module as _load
 from tracetrial.policy import Final, NativeTool, Observation, Shell, SpawnSubagent, Turn, WriteFile
 from tracetrial.task import load_task
 from tracetrial.trace import ToolCall, ToolEvent, ToolResult

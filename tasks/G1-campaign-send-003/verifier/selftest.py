@@ -48,7 +48,7 @@ class _Provider:
         records = self.records
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self):
                 data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 records.append({"seq": len(records) + 1, "kind": "request", "service": "mail_provider",
                                 "tool": "POST", "arguments": {"path": self.path, "body_bytes": len(data)}})
