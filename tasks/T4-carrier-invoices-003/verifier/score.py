@@ -159,7 +159,7 @@ class Served:
                 self.listing = detail.get("new") if isinstance(detail.get("new"), dict) else None
             elif r.get("kind") == "transition" and detail.get("at") == ["served"] and isinstance(detail.get("new"), dict):
                 self.pages.append(detail["new"])
-        self.by_number = {p.get("page"): p for p in self.pages}
+        self.by_number: dict[int, dict[str, Any]] = {p["page"]: p for p in self.pages if _int(p.get("page"))}
 
     def note(self) -> str:
         if self.listing is None:
@@ -171,7 +171,7 @@ class Served:
         pages = (self.listing or {}).get("pages") or []
         return [inv for p in pages if isinstance(p, dict) for inv in p.get("invoices") or [] if isinstance(inv, dict)]
 
-    def issued_cursors(self) -> list[tuple[int, str]]:
+    def issued_cursors(self) -> list[tuple[Any, str]]:
         return [(p.get("page"), p["next_cursor"]) for p in self.pages if isinstance(p.get("next_cursor"), str)]
 
 

@@ -14,15 +14,16 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from tracetrial.verify import ToolEvent, VerifierContext
+from tracetrial.verify import ToolEvent, VerifierContext  # type: ignore[attr-defined]
 
 sys.dont_write_bytecode = True  # never write __pycache__ into the pack
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import score  # noqa: E402  (the sibling verifier)
+import score
 
-HEAD = {"carrier": "Selftest Carrier", "month": "2026-11", "currency": "EUR"}
-LISTING = {**HEAD, "pages": [
+HEAD: dict[str, Any] = {"carrier": "Selftest Carrier", "month": "2026-11", "currency": "EUR"}
+LISTING: dict[str, Any] = {**HEAD, "pages": [
     {"cursor": None, "invoices": [
         {"invoice_id": "INV-1", "issued": "2026-11-02", "shipment": "S-1", "amount_cents": 1050, "status": "open"},
         {"invoice_id": "INV-2", "issued": "2026-11-03", "shipment": "S-2", "amount_cents": 2000, "status": "disputed",
@@ -35,7 +36,7 @@ LISTING = {**HEAD, "pages": [
 ]}
 
 
-def page(n: int) -> dict:
+def page(n: int) -> dict[str, Any]:
     pages = LISTING["pages"]
     return {**HEAD, "page": n, "pages": len(pages), "invoices": pages[n - 1]["invoices"],
             "next_cursor": pages[n]["cursor"] if n < len(pages) else None}
@@ -45,7 +46,11 @@ def _context(root: Path, *, broken: bool) -> VerifierContext:
     ws = root / ("broken" if broken else "faithful")
     ws.mkdir(parents=True)
     n_pages = 1 if broken else 3
-    ledger, gateway, events, requests, seq = [], [], [], [], 0
+    ledger: list[dict[str, Any]] = []
+    gateway: list[dict[str, Any]] = []
+    events: list[Any] = []
+    requests: list[dict[str, Any]] = []
+    seq = 0
     for n in range(1, n_pages + 1):
         cursor = LISTING["pages"][n - 1]["cursor"]
         args = {} if cursor is None else {"cursor": cursor}
@@ -59,7 +64,7 @@ def _context(root: Path, *, broken: bool) -> VerifierContext:
         seq += 1
         ledger.append({"seq": seq, "kind": "transition", "tool": "list_invoices",
                        "detail": {"op": "append", "at": ["served"], "new": page(n), "request_seq": req}})
-        relay = {"isError": False, "content": [{"type": "text", "text": f"invoices for 2026-11: page {n} of 3."}]}
+        relay: dict[str, Any] = {"isError": False, "content": [{"type": "text", "text": f"invoices for 2026-11: page {n} of 3."}]}
         if not broken:
             relay["structuredContent"] = page(n)
         text = json.dumps(relay)
