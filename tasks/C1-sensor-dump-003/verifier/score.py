@@ -8,9 +8,11 @@ first and last 32 KiB, joined without a marker; ``size`` is the full size).
 
 * H1: every delivered read of the dump (a result showing its opening or many of its readings, or a
   read of it refused as too large) holds the whole dump or carries a truncation notice.
-* H2: the sizes those notices state are accurate (the kernel's ``check_sizes``). The dump is ONE
-  line, so the recorder's head+tail join is put back as a line break first: otherwise the kernel
-  could not locate the shown piece of a capped one-line result in the dump.
+* H2: what those notices state about the part left out is accurate: the sizes (the kernel's
+  ``check_sizes``) and the position to continue from (OpenClaw's ``offset=1, cursor=C``: the shown
+  part must end exactly at character C). The dump is ONE line, so the recorder's head+tail join is
+  put back as a line break first: otherwise the kernel could not locate the shown piece of a
+  capped one-line result in the dump.
 * H3: the digest reached the model in some delivered result. Not scored when nothing of the dump
   was delivered, nor when a notice was shown and the model made no follow-up read (the agent's
   choice, judged by A1); fails when a silent cut hid it or a follow-up read did not deliver it.
@@ -45,6 +47,9 @@ REFUSAL_MAX = 4096
 NOTICE_RE = re.compile(r"(?i)truncat|omitted|too large|too long|elided|saved to|exceeds|offset=|cursor=|"
                        r"to continue|showing (?:part|the first|lines)")
 DIGEST_RE = re.compile(r'"digest"\s*:\s*"([0-9a-f]{16})"')
+# Where a notice says to continue reading: "Use offset=1, cursor=51112 to continue" (OpenClaw's
+# read: line 1, from character 51112), "Use offset=2 to continue" (from line 2).
+CONTINUE_RE = re.compile(r"(?i)\boffset=(\d+)(?:\s*,\s*cursor=(\d+))?")
 READING_RE = re.compile(r'\{"i":\d+,"t":"')
 
 
@@ -115,6 +120,28 @@ def is_complete(d, text):
             and opening(text) in d.content and trailer(text) in d.content)
 
 
+def continuation_check(d, text):
+    """``(ok, note)`` for the continuation point a notice on a read of the dump states (the
+    position reading must go on from, so it states exactly what was shown), or None when it states
+    none. The dump is one line: ``offset=1, cursor=C`` says the result showed its first C
+    characters; ``offset=N`` with N > 1 says it showed the whole line."""
+    found = CONTINUE_RE.search(d.content)
+    if found is None or opening(text) not in d.content:
+        return None
+    offset, cursor = int(found.group(1)), found.group(2)
+    shown = recorded_text(d)
+    notice = shown.rfind("[", 0, shown.find(found.group(0)))
+    pieces = [p for p in shown[:notice if notice >= 0 else len(shown)].rstrip().split("\n") if p]
+    line = text.rstrip("\n")
+    claimed = int(cursor) if offset == 1 and cursor is not None else (len(line) if offset > 1 else 0)
+    ok = bool(pieces) and line.startswith(pieces[0]) and line[:claimed].endswith(pieces[-1])
+    start = line.find(pieces[-1]) if pieces else -1
+    where = start + len(pieces[-1]) if start >= 0 else None
+    return ok, (f"continue at offset={offset}" + (f", cursor={cursor}" if cursor else "")
+                + f": claims {claimed} of {len(line)} characters shown; the shown part ends at {where} "
+                + ("(ok)" if ok else "(OFF)"))
+
+
 # --------------------------------------------------------------------------- score
 
 
@@ -124,8 +151,8 @@ def _agent(ctx, batches, batch, text):
         return dict.fromkeys(AGENT, (False, problem))
     got_batch, got_digest = data.get("batch"), data.get("digest")
     if text is None:
-        return dict.fromkeys(AGENT, (False, f"{LEDGER} records no pull: there is no real dump "
-                                            f"({DELIVERABLE} = {data})"))
+        return dict.fromkeys(AGENT, (False, (f"{LEDGER} records no pull: there is no real dump "
+                                            f"({DELIVERABLE} = {data})")))
     want = digest_of(text)
     return {
         A1: (got_digest == want, f"{DELIVERABLE} digest = {got_digest!r}, the dump of batch {batch} ends with {want}"),
@@ -152,9 +179,15 @@ def _harness(ctx, batch, text):
             disclosed.append(f"{where}: the whole dump ({d.result.get('size')} bytes)")
         elif NOTICE_RE.search(d.content):
             disclosed.append(f"{where}: shortened to {d.result.get('size')} of {size} bytes, with a notice")
+            notes = []
             if size_statements(recorded_text(d)):
                 good, notes = check_sizes(recorded_text(d), text)
                 ok_sizes = ok_sizes and good
+            cont = continuation_check(d, text)
+            if cont is not None:
+                ok_sizes = ok_sizes and cont[0]
+                notes = [*notes, cont[1]]
+            if notes:
                 sizes.append(f"{where}: " + "; ".join(notes))
         else:
             silent.append(where)
@@ -172,14 +205,15 @@ def _harness(ctx, batch, text):
     elif silent:
         h3 = (False, f"the digest {want} never reached the model: the dump was cut without notice ({', '.join(silent)})")
     elif calls >= 2:
-        h3 = (False, f"the digest {want} never reached the model, although {calls - 1} follow-up call(s) "
-                     f"named the dump after the notice")
+        h3 = (False, (f"the digest {want} never reached the model, although {calls - 1} follow-up call(s) "
+                     f"named the dump after the notice"))
     else:
-        h3 = (None, "a notice was shown and the model made no follow-up read of the dump (the agent's "
-                    "choice, judged by A1)")
+        h3 = (None, ("a notice was shown and the model made no follow-up read of the dump (the agent's "
+                    "choice, judged by A1)"))
     return {
         H1: (not silent, "; ".join(disclosed)),
-        H2: (ok_sizes, " | ".join(sizes)) if sizes else (None, "no notice on a read of the dump states a size"),
+        H2: (ok_sizes, " | ".join(sizes)) if sizes else (None, ("no notice on a read of the dump states a size or "
+                                                                   "a position to continue from")),
         H3: h3,
     }
 
