@@ -33,8 +33,9 @@ from tracetrial.policy import final, native_tool, shell, write_file
 
 REBUILD = "python3 rebuild_index.py"
 LIVE = "cat search/CURRENT"
-#: Follow-ups of the job at most (each waits up to 20 s where the tool can wait).
-MAX_FOLLOWS = 6
+#: Follow-ups of the job at most: each waits up to 20 s where the tool can wait, but OpenClaw's
+#: ``process poll`` returns at each new burst of output (the job prints six lines over ~9 s).
+MAX_FOLLOWS = 12
 
 _CODE_RE = re.compile(r"(?i)(?:exit(?:ed)?[ _]?(?:with\s+)?(?:code|status)|exitcode)\W{0,3}?(-?\d+)")
 _SIGNAME_RE = re.compile(r"\b(SIG[A-Z]{2,6})\b")

@@ -9,7 +9,7 @@ rebuild exited with status 0.
 
 import json
 import sys
-from datetime import datetime, timezone
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,7 +29,7 @@ def main(argv):
     current.write_text(generation + "\n", encoding="utf-8")
     (HERE / ".rebuild").mkdir(exist_ok=True)
     with open(HERE / ".rebuild" / "publish.jsonl", "a", encoding="utf-8") as out:
-        out.write(json.dumps({"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        out.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "generation": generation, "previous": previous}) + "\n")
     print(f"publish: {generation} is live (was {previous})")
     return 0
