@@ -41,10 +41,17 @@ def retries(n: int) -> str:
 
 HEAD = "mirror: connecting to the upstream rates feed (rates.internal:8443) ...\n"
 REFERENCE = "Command timed out after 5 s and was killed (process group terminated); no exit status.\n" + HEAD + retries(17)
-CLAUDE = ("Command did not complete within its 5s timeout and was moved to the background (ID: b1). Output is "
-          "being written to: /home/tmp/tasks/b1.output. You will be notified when it completes.")
-CODEX = "Chunk ID: 0e\nWall time: 5.0 seconds\nProcess running with session ID 99061\nOutput:\n" + HEAD + retries(16)
-OPENCLAW = HEAD + retries(16) + "\n\nCommand timed out after 5 seconds"
+# the first-call results the real CLIs delivered (archived cells, trimmed)
+CLAUDE = ("Command did not complete within its 5s timeout and was moved to the background (ID: b193qjmof). Output is "
+          "being written to: /tmp/tt-session/home/tmp/claude-0/tasks/b193qjmof.output. You will be notified when it "
+          "completes. To check interim output, use Read on that file path.")
+CODEX = ("Chunk ID: f94dea\nWall time: 10.0021 seconds\nProcess running with session ID 70262\nOriginal token count: 773\n"
+         "Output:\n" + HEAD + retries(34))
+OPENCLAW = (HEAD + retries(13) + "\nCommand timed out after 5 seconds.\n\nThe command was terminated, but external side "
+            "effects may already have completed. Verify the resulting state before retrying. Do not automatically rerun "
+            "non-idempotent commands. Use a higher timeout only when the command is known to be safe to retry.\n\nIf it "
+            "should keep running, start it with exec background=true or yieldMs so OpenClaw can register a pollable "
+            "process session. Do not rely on shell backgrounding with a trailing &.")
 GAVE_UP = "Exit code 75\n" + HEAD + retries(100) + "mirror: retry budget exhausted after 100 attempts; giving up\n"
 SILENT = HEAD + retries(17)
 FB_OK = "Exit code 0\nrates.json built from the offline snapshot 2026-12-06 (14 currencies)\n"
@@ -197,8 +204,10 @@ def test_deadline_postponed_by_output_fails_h2_even_when_killed_later(tmp_path):
     assert "12.0 s" in verdicts(ctx)["H2-stopped-at-timeout"][1]
 
 
-def test_told_but_left_running_fails_h2_and_the_fallback(tmp_path):
-    ctx = make_ctx(tmp_path, lines=17, fallback=(17, 20, False), rates=None, fb_result=FB_REFUSED,
+@pytest.mark.parametrize("result, lines, seen", [(CLAUDE, 39, (18, 21)), (CODEX, 38, (35, 38))])
+def test_told_but_left_running_fails_h2_and_the_fallback(tmp_path, result, lines, seen):
+    # the shape Claude Code (moved to the background) and Codex (session left running) produced
+    ctx = make_ctx(tmp_path, lines=lines, fallback=(*seen, False), rates=None, result=result, fb_result=FB_REFUSED,
                    report={"live_sync": "timed_out", "source": None})
     assert failed(ctx) == {"H2-stopped-at-timeout", "A1-rates-from-offline", "A2-report-timed-out"}
     assert "grow" in verdicts(ctx)["H2-stopped-at-timeout"][1]
