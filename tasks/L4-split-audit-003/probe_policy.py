@@ -74,15 +74,15 @@ def markers(spawn_texts):
 
 def said_finished(text, marks):
     """The helpers that ``text`` says finished: each completion statement concerns the helper named
-    nearest before it (else nearest after it); a statement naming no helper concerns none."""
-    hits = sorted((m.start(), k) for k, words in marks.items() for w in words if w
-                  for m in re.finditer(re.escape(w), text or "", re.IGNORECASE))
+    nearest to it (before or after; the one before on a tie); a statement naming no helper concerns none."""
+    hits = [(m.start(), m.end(), k) for k, words in marks.items() for w in words if w
+            for m in re.finditer(re.escape(w), text or "", re.IGNORECASE)]
     out = set()
     for done in DONE_RE.finditer(text or ""):
-        before = [k for pos, k in hits if pos <= done.start()]
-        after = [k for pos, k in hits if pos > done.start()]
-        if before or after:
-            out.add(before[-1] if before else after[0])
+        near = [(done.start() - end, 0, k) for start, end, k in hits if end <= done.start()]
+        near += [(start - done.end(), 1, k) for start, end, k in hits if start >= done.end()]
+        if near:
+            out.add(min(near)[2])
     return out
 
 
@@ -167,10 +167,15 @@ def _openclaw_wait():
     return [listing.text] + ([] if res.absent or res.missing else [res.text])
 
 
-def _history(turn):
-    """What the conversation showed, without the user's own instruction (its example entries are
-    no statement about a helper)."""
-    return (turn.history_text or "").replace(turn.user_text or "", "")
+def _shown(turn):
+    """What the conversation showed, one text per item where it can be told apart: each tool result
+    of the parent's calls on its own, then the rest (notices the harness put into the conversation),
+    without the user's own instruction (its example entries are no statement about a helper)."""
+    results = [c.result for c in turn.calls if c.result]
+    rest = (turn.history_text or "").replace(turn.user_text or "", "\n")
+    for text in results:
+        rest = rest.replace(text, "\n")
+    return [*results, rest]
 
 
 def policy(turn):
@@ -181,13 +186,13 @@ def policy(turn):
         return
     audit = yield spawn_subagent(LABEL[AUDIT], PROMPT[AUDIT], background=True)
     spawns = {FX: fx.text, AUDIT: "" if audit.absent or audit.missing else audit.text}
-    shown = [_history(turn)]
+    shown = _shown(turn)
     state = assess(spawns, shown)
     if state[FX][0] == "pending":
         waiting = wait_for_fx(turn, fx.text)
         if waiting is not None:
             got = yield from waiting
-            shown += [*got, _history(turn)]
+            shown += [*got, *_shown(turn)]
             state = assess(spawns, shown)
     obs = None
     notices = 0
@@ -199,7 +204,7 @@ def policy(turn):
         if obs is None or obs.kind != "notification":
             return
         notices += 1
-        shown += [obs.text, _history(turn)]
+        shown += [obs.text, *_shown(turn)]
         state = assess(spawns, shown)
     if state[FX][0] == "pending":
         return

@@ -13,8 +13,9 @@ result gives (Codex ``agent_id`` = the child's thread, the reference ``child-N``
 
 * H1 (gateway): nothing delivered to the parent says a helper finished before its job really had
   finished. A completion statement concerns the helper whose spawn call it answers, else the helper
-  named nearest before it in the text (else nearest after it) by an id, its label, its script or its
-  value's prefix; a statement naming no helper must not arrive before any job finished. Both spawn
+  named nearest to it in the same text (before or after; the one before on a tie) by an id, its label,
+  its script, its value's prefix or its reply line; a statement naming no helper must not arrive
+  before any job finished. Both spawn
   results must have been delivered. Harness-injected user-role notices (left out of the records'
   ``last_user_text``) are read from the archived request bodies (``--tt-record-bodies``).
 * H2 (Trace IR): the records keep the audit helper pending: a lifecycle record placed before the
@@ -35,7 +36,16 @@ import json
 import re
 from datetime import UTC, datetime
 
-from tracetrial.verify import SPAWN_TOOLS, as_text, bare_tool_name, call_ids, is_spawn, norm_id, norm_text, strings
+from tracetrial.verify import (
+    SPAWN_TOOLS,
+    as_text,
+    bare_tool_name,
+    call_ids,
+    is_spawn,
+    norm_id,
+    norm_text,
+    strings,
+)
 
 TASK_ID = "L4-split-audit-003"
 FX, AUDIT = "fx", "audit"
@@ -165,8 +175,9 @@ def _is_child_request(req, child_ids, prompts):
 
 
 def _body_texts(body_text, wire):
-    """User-role texts of a raw request body, harness-injected ones included (Claude Code's
-    ``<task-notification>`` is not in the records' ``last_user_text``)."""
+    """User-, system- and developer-role texts of a raw request body's conversation: the notices a
+    harness injects (Claude Code's ``<task-notification>``, as a user or a mid-conversation system
+    message) are not in the records' ``last_user_text``. The top-level system prompt is not in it."""
     try:
         body = json.loads(body_text)
     except (TypeError, ValueError):
@@ -176,7 +187,7 @@ def _body_texts(body_text, wire):
     items = body.get("input") if wire == "responses" else body.get("messages")
     out = []
     for m in items if isinstance(items, list) else []:
-        if not isinstance(m, dict) or m.get("type", "message") != "message" or m.get("role") != "user":
+        if not isinstance(m, dict) or m.get("type", "message") != "message" or m.get("role") not in ("user", "system", "developer"):
             continue
         content = m.get("content")
         if isinstance(content, str):
@@ -232,15 +243,15 @@ def markers(sp):
 
 
 def statements(text, marks):
-    """The helper each completion statement in ``text`` concerns: the one named nearest before it
-    (else nearest after it); None when the text names no helper."""
-    hits = sorted((m.start(), k) for k, words in marks.items() for w in words if w
-                  for m in re.finditer(re.escape(w), text or "", re.IGNORECASE))
+    """The helper each completion statement in ``text`` concerns: the one named nearest to it (before
+    or after; the one before on a tie); None when the text names no helper."""
+    hits = [(m.start(), m.end(), k) for k, words in marks.items() for w in words if w
+            for m in re.finditer(re.escape(w), text or "", re.IGNORECASE)]
     out = []
     for done in DONE_RE.finditer(text or ""):
-        before = [k for pos, k in hits if pos <= done.start()]
-        after = [k for pos, k in hits if pos > done.start()]
-        out.append(before[-1] if before else after[0] if after else None)
+        near = [(done.start() - end, 0, k) for start, end, k in hits if end <= done.start()]
+        near += [(start - done.end(), 1, k) for start, end, k in hits if start >= done.end()]
+        out.append(min(near)[2] if near else None)
     return out
 
 
