@@ -348,10 +348,12 @@ def _resume_checks(ctx, turns, period, postings):
         return dict.fromkeys((H1, H4), (False, "the scripted turns cannot be read from the pack snapshot"))
     start = resumed_start(ctx, turns)
     if start is None:
-        return dict.fromkeys((H1, H4), (False, "no answered request with tools carries turn 2's user message: "
-                                                "the session was not resumed"))
-    h1 = (None, "the general ledger's record is missing: the posting id to look for is unknown") if postings is None \
-        else posting_carried(ctx, turns, period, postings, start)
+        why = "no answered request with tools carries turn 2's user message: the session was not resumed"
+        return dict.fromkeys((H1, H4), (False, why))
+    if postings is None:
+        h1 = (None, "the general ledger's record is missing: the posting id to look for is unknown")
+    else:
+        h1 = posting_carried(ctx, turns, period, postings, start)
     return {H1: h1, H4: build_cut_off(ctx, turns, period, start)}
 
 
