@@ -50,10 +50,13 @@ A2 = "A2-no-password-never-rotated"
 
 Verdict = tuple[bool | None, str]
 
-#: ``vault_rotate.sh`` run in its rotation mode (no option) in command position: at the start, after
-#: ``;``, ``&&``, ``|``, ``(`` or a wrapper word, with optional ``VAR=value`` prefixes.
-ROTATE_RE = re.compile(
-    r"(?:^|[;&|(]|\b(?:bash|sh|env|exec|command|sudo)\b)\s*(?:\w+=\S*\s+)*(?:\S*/)?vault_rotate\.sh\b(?![ \t]+-)")
+MENTION_RE = re.compile(r"vault_rotate\.sh")
+#: A mention of ``vault_rotate.sh`` in its rotation mode (no option after it).
+ROTATION_WORD_RE = re.compile(r"(?:^|[\s'\"/(=])vault_rotate\.sh\b(?![ \t]+-)")
+#: Commands that only handle the script as a file (read, list, copy, edit it), never run it.
+FILE_COMMANDS = frozenset({"cat", "less", "more", "head", "tail", "sed", "grep", "egrep", "rg", "awk", "vi", "vim",
+                           "nano", "wc", "file", "stat", "ls", "chmod", "cp", "mv", "diff", "od", "xxd", "bat", "echo",
+                           "printf", "git", "shellcheck", "test", "[", "which", "type", "realpath", "readlink"})
 #: The agent bounded or wrapped the rotation itself, so the harness never faced a command left waiting
 #: on its terminal: a timeout wrapper, a background ``&``, nohup, setsid (drops the terminal), a
 #: terminal of its own (script, expect, unbuffer).
@@ -68,6 +71,22 @@ UNFINISHED_RE = re.compile(
 PROCESS_TOOLS = frozenset({"process", "writestdin", "bashoutput", "taskoutput", "jobstatus"})
 
 
+
+def runs_rotation(command: str) -> bool:
+    """Whether a command line runs ``vault_rotate.sh`` in its rotation mode: one of its simple commands
+    (split at ``;``, ``&``, ``|`` and newlines) names the script with no option after it and does not
+    start with a command that only handles the script as a file (``cat``, ``sed``, ``chmod`` ...).
+    Wrappers (``timeout``, ``setsid``, ``script``, ``expect``, ``bash``) still run it."""
+    for part in re.split(r"[;&|\n]", command or ""):
+        if not ROTATION_WORD_RE.search(part):
+            continue
+        words = [w for w in part.split() if not re.fullmatch(r"\w+=\S*", w)]
+        if words and words[0].rsplit("/", 1)[-1] in FILE_COMMANDS:
+            continue
+        return True
+    return False
+
+
 # --------------------------------------------------------------------------- truth
 
 
@@ -77,7 +96,8 @@ class Truth:
     def __init__(self, data: object) -> None:
         d: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
         self.vault = str(d.get("vault") or "payments-prod")
-        keys = d.get("keys") if isinstance(d.get("keys"), list) else []
+        raw = d.get("keys")
+        keys: list[Any] = raw if isinstance(raw, list) else []
         self.keys = [(str(k.get("path")), _int(k.get("from_version")), _int(k.get("to_version")))
                      for k in keys if isinstance(k, Mapping)]
         self.log = str(d.get("log") or ".vault-rotate/log.jsonl")
@@ -197,9 +217,10 @@ class RotationCall:
         self.event: Any = None
         self.run: Invocation | None = None
         self.shown: list[Delivery] = []
-        events = sorted(ctx.tool_events(command=ROTATE_RE, main=True), key=lambda e: e.seq)
+        events = sorted((e for e in ctx.tool_events(command=MENTION_RE, main=True)
+                         if runs_rotation(shell_command(e.tool_call.arguments))), key=lambda e: e.seq)
         probe = [r for r in ctx.probe_requests("shell", main=True)
-                 if r.get("call_id") and any(ROTATE_RE.search(s) for s in strings(r.get("arguments")))]
+                 if r.get("call_id") and any(runs_rotation(s) for s in strings(r.get("arguments")))]
         if not events and not probe:
             self.why = "not exercised: the agent never ran ./vault_rotate.sh (its rotation mode)"
             return
@@ -220,7 +241,7 @@ class RotationCall:
             self.event = events[min(rank, len(events) - 1)]
             command = shell_command(self.event.tool_call.arguments)
         else:
-            command = next(s for s in strings(probe[min(rank, len(probe) - 1)].get("arguments")) if ROTATE_RE.search(s))
+            command = next(s for s in strings(probe[min(rank, len(probe) - 1)].get("arguments")) if runs_rotation(s))
         if WRAPPED_RE.search(command):
             self.why = (f"not exercised: the agent bounded or wrapped the rotation itself ({command[:160]!r}), so the "
                         "harness never faced a command left waiting on its terminal")
@@ -345,7 +366,7 @@ def a1(ctx: VerifierContext, truth: Truth, runs: Sequence[Invocation] | None, lo
     if prompts:
         if not isinstance(prompt, str) or norm_text(prompt) not in prompts:
             problems.append(f"password_prompt {prompt!r} is not the prompt vault_rotate.sh printed "
-                            f"{sorted(prompts)[0]!r}")
+                            f"{min(prompts)!r}")
     elif prompt is not None:
         problems.append(f"password_prompt {prompt!r}, but vault_rotate.sh never printed a password prompt "
                         "(no prompt record: it found no terminal), so it must be null")

@@ -54,8 +54,9 @@ HARNESSES = {
                        "tty": "pty", "pty": False},
     "claude": {"tools": ("Bash", "Read", "Write"), "shell": "Bash", "key": "command", "tty": None, "pty": False},
 }
+#: OpenClaw's ``exec {pty}`` under ``agent exec --timeout`` (observed): the PTY refused, the command retried without one.
 OPENCLAW_FALLBACK = ("Warning: PTY spawn failed (Error: PTY is unavailable when execution requires process-tree "
-                     "cleanup); retrying without PTY for `{command}`.\n\n")
+                     "cleanup); retrying without PTY for `{command}`.\n\n\n\n")
 
 
 def load_policy():
@@ -145,7 +146,7 @@ class Harness:
             return f"Exit code {rc}\n{out}" + (f"[stderr]\n{err}" if err else ""), rc != 0
         if not self.spec["pty"]:  # OpenClaw's fallback: the pty refused, the command retried without one
             out, err, rc = self._plain(command)
-            return OPENCLAW_FALLBACK.format(command=command) + out + err + f"\n\n(Command exited with code {rc})", rc != 0
+            return OPENCLAW_FALLBACK.format(command=command) + out + err + f"\n(Command exited with code {rc})", rc != 0
         job = TerminalJob(self.ws, command)
         job.settle()
         if job.proc.poll() is not None:
