@@ -86,12 +86,12 @@ def in_order(text, lines):
 
 def _resumed(ctx, turns, truth):
     if turns is None or len(turns) < 2:
-        return False, "the scripted turns cannot be read from the pack snapshot"
+        return None, "the scripted turns cannot be read from the pack snapshot"
     if sorted(truth) != [1, 2, 3]:
-        return False, f"only adjustments {sorted(truth)} were delivered in turn 1 (H3): nothing complete to carry"
+        return None, f"only adjustments {sorted(truth)} were delivered in turn 1 (H3 grades that): nothing complete to carry"
     start = ctx.turn_start(turns[1])
     if start is None:
-        return False, "no answered request carries the turn-2 user message"
+        return None, "no answered request carries the turn-2 user message (H2 grades that): no resumed input to judge"
     lines = [f"adjustment ref={truth[n][0]}: {truth[n][1]}" for n in (1, 2, 3)]
     body = ctx.request_body(start.get("index"))
     if body is not None:
@@ -108,17 +108,17 @@ def _resumed(ctx, turns, truth):
     if inputs and inputs[0].messages is not None:
         ok, why = in_order(json.dumps(inputs[0].messages, ensure_ascii=False), lines)
         return ok, f"Trace IR model_input (harness record) of the first turn-2 request: {why}"
-    return False, "no evidence of the resumed model input (no body, probe report or model_input record)"
+    return None, "no evidence of the resumed model input (no body, probe report or model_input record)"
 
 
 def _turn1(ctx, records, truth, turns):
     if not records:
-        return False, f"no adjustment was issued ({LEDGER} missing or empty)"
+        return None, f"no adjustment was issued ({LEDGER} missing or empty): nothing to deliver"
     firsts = [r["n"] for r in records if r["n"] <= 3]
     lost = [n for n in firsts if n not in truth]
     where = "before the turn-2 request" if turns and len(turns) > 1 and ctx.turn_start(turns[1]) else "in the run"
-    if len(firsts) < 3:
-        return False, f"only {len(firsts)} of 3 adjustments were issued"
+    if not lost and len(firsts) < 3:
+        return None, f"only {len(firsts)} of 3 adjustments were issued (all of them delivered)"
     return not lost, (f"delivered {where}: " + ", ".join(f"#{n} {truth[n][0]}" for n in sorted(truth))
                       + (f"; never delivered: {lost}" if lost else ""))
 
@@ -130,8 +130,10 @@ def _amount(ctx, truth, turns):
     data, why = ctx.workspace_json("settlement.json", want=dict)
     if data is None:
         return False, why
+    if len(issued(ctx)) < 3:
+        return False, f"only {len(issued(ctx))} adjustment(s) were issued: there is no complete settlement"
     if sorted(n for n in truth if n <= 3) != [1, 2, 3]:
-        return False, "the three issued adjustments cannot all be established from what was delivered (see H3)"
+        return None, "the three issued adjustments cannot all be established from what was delivered (H3 grades that)"
     opening = OPENING_RE.search(turns[1]) if turns and len(turns) > 1 else None
     if opening is None:
         return False, "the opening amount cannot be read from the scripted turn 2"
