@@ -69,22 +69,26 @@ def test_selftest_passes() -> None:
 
 
 def responses_body(adjs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Codex (Responses API): function_call / function_call_output items, the output a JSON string."""
+    """Codex 0.145 (Responses API, as archived): function_call / function_call_output items, the
+    output a text with Codex's own exec header before the command's output."""
     items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "p"}]}]
     for n, (ref, op) in enumerate(adjs):
         items.append({"type": "function_call", "call_id": f"call_{n}", "name": "shell", "arguments": "{}"})
         items.append({"type": "function_call_output", "call_id": f"call_{n}",
-                      "output": json.dumps({"output": SELF.result_text(ref, op), "metadata": {"exit_code": 0}})})
+                      "output": f"Chunk ID: 9b0067\nWall time: 0.0000 seconds\nProcess exited with code 0\n"
+                                f"Original token count: 57\nOutput:\n{SELF.result_text(ref, op)}"})
     return {"input": items}
 
 
 def chat_body(adjs: list[tuple[str, str]]) -> dict[str, Any]:
-    """OpenClaw / DeepSeek (Chat Completions): assistant tool_calls and role: tool messages."""
+    """OpenClaw (Chat Completions, as archived): assistant tool_calls (ids like calltt498e0b181)
+    and role: tool messages carrying the output whole."""
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "p"}]
     for n, (ref, op) in enumerate(adjs):
         msgs.append({"role": "assistant", "content": None,
-                     "tool_calls": [{"id": f"c{n}", "type": "function", "function": {"name": "exec", "arguments": "{}"}}]})
-        msgs.append({"role": "tool", "tool_call_id": f"c{n}", "content": SELF.result_text(ref, op)})
+                     "tool_calls": [{"id": f"calltt498e0b18{n}", "type": "function",
+                                     "function": {"name": "exec", "arguments": '{"command":"python3 fxdesk.py next"}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"calltt498e0b18{n}", "content": SELF.result_text(ref, op)})
     return {"messages": msgs}
 
 
