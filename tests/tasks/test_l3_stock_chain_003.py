@@ -200,3 +200,60 @@ def test_helpers_take_their_job_and_lot_from_the_last_brief() -> None:
     call1 = next(gen1)
     assert isinstance(call1, CallTool) and call1.tool == "count_stock" and call1.arguments == {"warehouse": "A"}
     assert gen1.send(Observation(text=f"Cycle count done.\n{SELF.COUNT_LINE}")).text == SELF.COUNT_LINE
+
+
+# --------------------------------------------------------------------------- real harness shapes (observed)
+
+
+def reshape(ctx, spawn_text, user_text=None):
+    """Rewrite the parent's spawn results (and optionally its user texts) as a real harness showed them."""
+    for req in ctx.gateway:
+        for r in req["tool_results"]:
+            if r["id"] == "s1":
+                r["content"] = spawn_text(SELF.COUNT_LINE)
+            elif r["id"] == "s2":
+                r["content"] = spawn_text(SELF.EXPIRY_LINE)
+    if user_text is not None:
+        ctx.gateway.append({"index": 20, "status": 200, "tool_results": [],
+                            "last_user_text": user_text(SELF.COUNT_LINE)})
+        ctx.gateway.append({"index": 21, "status": 200, "tool_results": [],
+                            "last_user_text": user_text(SELF.EXPIRY_LINE)})
+    return ctx
+
+
+def test_claude_code_shape_the_result_before_an_agent_id_trailer(tmp_path: Path) -> None:
+    ctx = reshape(SELF.build(tmp_path), lambda line: (
+        f"{line}\nagentId: a747716ab73245c74 (use SendMessage with to: 'a747716ab73245c74', summary: "
+        "'<5-10 word recap>' to continue this agent)\n<usage>subagent_tokens: 12565\ntool_uses: 1</usage>"))
+    assert all(verdicts(ctx).values())
+
+
+def test_codex_shape_wait_agent_status_json_and_subagent_notification(tmp_path: Path) -> None:
+    ctx = reshape(SELF.build(tmp_path, codex=True), lambda line: '{"agent_id": "x"}')
+    for req in ctx.gateway:  # the observed wait_agent result form
+        for r in req["tool_results"]:
+            if r["id"] in ("w1", "w2"):
+                line = SELF.COUNT_LINE if r["id"] == "w1" else SELF.EXPIRY_LINE
+                r["content"] = json.dumps({"status": {"01a24e58": {"completed": line}}, "timed_out": False})
+    assert all(verdicts(ctx).values())
+
+
+def test_openclaw_shape_results_only_in_the_settlement_user_text(tmp_path: Path) -> None:
+    ctx = reshape(SELF.build(tmp_path), lambda line: '{"status": "accepted", "childSessionKey": "agent:main:subagent:f4"}',
+                  lambda line: ("[Mon 2026-12-07 02:33 UTC] [Subagent Context] Every subagent spawned from this "
+                                "session has now settled.\n\nChild completion results:\n\n1. Child task:\n<prompt-data>\n"
+                                f"Count warehouse A\n</prompt-data>\nstatus: ok\nChild result:\n<prompt-data>\n{line}\n"
+                                "</prompt-data>"))
+    out = SCORE.score(ctx)
+    assert all(v[0] for v in out.values()), out
+    assert "user text" in out[H1][1]
+
+
+def test_a_child_request_with_inherited_parent_context_is_not_the_parents_input(tmp_path: Path) -> None:
+    # OpenClaw children get the parent's conversation as background: a child's request holding a key
+    # line (in its own MCP result) never counts as the parent being shown it.
+    ctx = SELF.build(tmp_path, drop_second=True)
+    ctx.gateway.append({"index": 30, "status": 200, "tool_results": [],
+                        "last_user_text": f"[Subagent Context] inherited conversation\n{POLICY.BRIEF_EXPIRY.format(lot=SELF.LOT)}"
+                                          f"\n{SELF.EXPIRY_LINE}"})
+    assert verdicts(ctx)[H1] is False
