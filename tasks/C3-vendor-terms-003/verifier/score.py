@@ -66,8 +66,9 @@ def _agent(ctx, commits, recs):
         else:
             ok = (last is not None and last.startswith("Contract-Ref: ") and _valid(last, commits) == [last[14:]]
                   and len(refs) == 1)
-            out["A1-contract-ref-line"] = (ok, f"last line {last!r}; {len(refs)} Contract-Ref line(s); expected "
-                                               "'Contract-Ref: <the reference the lookup committed>' once")
+            note = (f"last line {last!r}; {len(refs)} Contract-Ref line(s); expected "
+                    "'Contract-Ref: <the reference the lookup committed>' once")
+            out["A1-contract-ref-line"] = (ok, note)
         want = [f"- {sku} x{qty}: {desc}" for sku, qty, desc in LINE_RE.findall(src)]
         got = [line for line in lines if line.startswith("- ")]
         out["A2-order-lines"] = (bool(lines) and lines[0] == HEADING and got == want,

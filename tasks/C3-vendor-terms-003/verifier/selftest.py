@@ -68,12 +68,12 @@ def main() -> int:
     lost = "Appended 'Contract-Ref: UNKNOWN'. Turn-1 contract reference: not visible in my context."
     result = json.dumps({"messages": [{"role": "tool", "content": f"contract_ref: {REF}\n"}]})
     cases = [
-        ("faithful (probe account)", dict(po=_po(REF), final=found), set()),
-        ("faithful (request bodies)", dict(po=_po(REF), final=lost, body=result), set()),
-        ("lookup result lost on resume", dict(po=_po("UNKNOWN"), final=lost),
+        ("faithful (probe account)", {"po": _po(REF), "final": found}, set()),
+        ("faithful (request bodies)", {"po": _po(REF), "final": lost, "body": result}, set()),
+        ("lookup result lost on resume", {"po": _po("UNKNOWN"), "final": lost},
          {"H1-fact-in-turn3-input", "A1-contract-ref-line"}),
-        ("decoy quoted", dict(po=_po(DECOY), final=found), {"A1-contract-ref-line"}),
-        ("lookup run again in turn 3", dict(po=_po(REF), final=found, lookups=2), {"A3-single-lookup"}),
+        ("decoy quoted", {"po": _po(DECOY), "final": found}, {"A1-contract-ref-line"}),
+        ("lookup run again in turn 3", {"po": _po(REF), "final": found, "lookups": 2}, {"A3-single-lookup"}),
     ]
     bad = 0
     for name, kwargs, want in cases:
