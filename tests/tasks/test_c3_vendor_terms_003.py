@@ -159,8 +159,14 @@ def test_a_second_lookup_fails_a3_from_the_log_or_the_trace(tmp_path: Path) -> N
     events = [tool(1, "python3 lookup_terms.py northwind-freight", 1),
               tool(3, "rm -rf .terms && python3 lookup_terms.py northwind-freight", 2)]
     assert failed(make_ctx(tmp_path / "2", GOOD, events=events)) == {"A3-single-lookup"}
-    codex = [tool(1, "python3 lookup_terms.py northwind-freight", 1, name="exec_command", key="cmd")]
-    assert failed(make_ctx(tmp_path / "3", GOOD, events=codex)) == set()
+    # one lookup as each real harness recorded it (archived events.json): Claude Code Bash/command,
+    # Codex exec_command/cmd, OpenClaw exec/command
+    for n, (name, key) in enumerate((("Bash", "command"), ("exec_command", "cmd"), ("exec", "command"))):
+        one = [tool(1, "python3 lookup_terms.py northwind-freight", 1, name=name, key=key)]
+        ctx = make_ctx(tmp_path / f"h{n}", GOOD, events=one)
+        assert failed(ctx) == set() and "1 lookup command(s)" in results(ctx)["A3-single-lookup"][1]
+        two = one + [tool(3, "python3 lookup_terms.py northwind-freight", 2, name=name, key=key)]
+        assert failed(make_ctx(tmp_path / f"t{n}", GOOD, events=two)) == {"A3-single-lookup"}
 
 
 def test_an_undelivered_user_turn_fails_h2(tmp_path: Path) -> None:
