@@ -87,8 +87,9 @@ def build(root: Path, *, settlement: Any = None, final: str | None = None, issue
         (root / "gateway" / "bodies" / f"{start}.json").write_text(body if isinstance(body, str) else json.dumps(body))
     events = []
     if model_input is not None:
-        from tracetrial.trace import ModelInputEvent
         from datetime import UTC, datetime
+
+        from tracetrial.verify import ModelInputEvent
         events.append(ModelInputEvent(run_id="r", seq=50, timestamp=datetime(2026, 12, 1, tzinfo=UTC),
                                       source="native:test", conversation_turn=2, messages=model_input))
     report = None
