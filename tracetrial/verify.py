@@ -69,10 +69,21 @@ import yaml
 from tracetrial.declarations import shell_state_declared
 from tracetrial.files import load_yaml
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
-from tracetrial.trace import EventBase, ToolEvent
+# The Trace IR types a pack's verifier reads and its selftest builds (rule 13): packs import only
+# tracetrial.policy and tracetrial.verify, so the types they need are part of this API.
+from tracetrial.trace import (
+    EventBase,
+    ModelInputEvent,
+    SubagentLifecycleEvent,
+    TaskCompletionEvent,
+    ToolCall,
+    ToolEvent,
+    ToolResult,
+)
 
 __all__ = [
-    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "Delivery", "SizeStatement",
+    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "Delivery", "EventBase", "ModelInputEvent",
+    "SizeStatement", "SubagentLifecycleEvent", "TaskCompletionEvent", "ToolCall", "ToolEvent", "ToolResult",
     "VerifierContext", "VerifierOutcome", "as_text", "bare_tool_name", "call_ids", "check_sizes", "is_main",
     "is_spawn", "names_tool", "norm_id", "norm_text", "shell_command", "shell_state_declared",
     "size_statements", "stated_exit_code", "strings", "tool_call_arguments",

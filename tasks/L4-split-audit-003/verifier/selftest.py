@@ -17,14 +17,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import (
+from tracetrial.verify import (
     SubagentLifecycleEvent,
     TaskCompletionEvent,
     ToolCall,
     ToolEvent,
     ToolResult,
+    VerifierContext,
 )
-from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent
 PACK = HERE.parent
