@@ -297,6 +297,9 @@ class CorpusSummary(StrictModel):
     protocols: list[str]
     protocol_label: str = Field(description="'probe', 'live', 'mixed: live, probe' or 'unknown'.")
     judges: list[str]
+    judge_status: dict[str, str] = Field(
+        default_factory=dict, description="Per judge: 'calibrated (…)' when its recorded agreement on the "
+        "committed gold set reaches the threshold (tracetrial judge-calibrate), else 'uncalibrated (why)'.")
     overall: GroupMetrics = Field(description="The corpus pool: evaluated harnesses only, unless "
                                               "calibration.included_in_pools.")
     by_harness: dict[str, GroupMetrics] = Field(description="Evaluated harnesses (and the calibration ones "

@@ -106,7 +106,8 @@ def headline(s: CorpusSummary) -> Table:
     c = o.cells
     rows = [
         ["Protocol", s.protocol_label],
-        ["Judge", ", ".join(s.judges) or "none (semantic criteria unscored)"],
+        ["Judge", ", ".join(f"{j}: {s.judge_status[j]}" if j in s.judge_status else j for j in s.judges)
+         or "none (semantic criteria unscored)"],
         ["Cells", (f"{c.total} total: {c.measured} measured, {c.apparatus_invalid} apparatus-invalid, "
                    f"{c.unsupported} unsupported, {c.non_comparable} non-comparable, {c.not_scored} not scored"
                    + (f", {c.tampered} TAMPERED" if c.tampered else ""))],

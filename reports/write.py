@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from criteria.judge_calibration import judge_statuses
 from reports.aggregate import aggregate, load_runs
 from reports.cellpage import write_cell_pages
 from reports.heatmap import heatmap_data, render_heatmap
@@ -60,7 +61,9 @@ def write_reports(output: Path, *, prices: PriceCatalogue | Path | None = None,
     runs = load_runs(output)
     summary = aggregate(runs, prices, include_calibration=include_calibration)
     summary = summary.model_copy(update={
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds")})
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        # semantic verdicts of a judge not calibrated on the gold set are labelled as such
+        "judge_status": judge_statuses(summary.judges)})
     root = output / "reports"
     root.mkdir(parents=True, exist_ok=True)
     paths_json, paths_md, paths_html = root / "summary.json", root / "summary.md", root / "report.html"

@@ -12,6 +12,9 @@
     tracetrial gate --baseline FILE OUTPUT   compare verdicts with a stored baseline (CI regression gate)
     tracetrial export atif|otel OUTPUT    trace exports: ATIF v1.7 per cell, OTel GenAI spans (OTLP JSON)
     tracetrial release [--verify] OUTPUT  release manifest of selected runs (OUTPUT/release/manifest.json)
+    tracetrial judge-gold OUTPUT --cell T/M/H --criterion ID --expect N --kind K --note TEXT
+                                          add a labelled packet of a real cell to the judge gold set
+    tracetrial judge-calibrate --tt-judge ALIAS [--record]   judge agreement and kappa on the gold set
 """
 
 from __future__ import annotations
@@ -341,6 +344,65 @@ def cmd_images(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_judge_gold(args: argparse.Namespace) -> int:
+    """Add one labelled packet of an archived cell to the gold set (replacing an item of the same id)."""
+    from criteria.judge_calibration import (
+        GoldError,
+        GoldSet,
+        gold_item_from_archive,
+        load_gold,
+        save_gold,
+    )
+    from tracetrial.task import load_task
+
+    gold_path = Path(args.gold)
+    gold = load_gold(gold_path) if gold_path.is_file() else GoldSet()
+    parts = args.cell.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise GoldError(f"--cell {args.cell!r}: expected TASK/MODEL/HARNESS")
+    task_dir = Path(args.tasks) / parts[0]
+    if not (task_dir / "task.yaml").is_file():
+        raise GoldError(f"no task pack {parts[0]!r} under {args.tasks}")
+    run_dir = Path(args.output) / "traces" / args.cell
+    item = gold_item_from_archive(load_task(task_dir), run_dir, args.cell, args.criterion, expected=args.expect,
+                                  kind=args.kind, note=args.note, item_id=args.id)
+    items = [i for i in gold.items if i.id != item.id] + [item]
+    save_gold(GoldSet(items=sorted(items, key=lambda i: i.id)), gold_path)
+    print(f"gold item {item.id}: {item.layer} state {item.expected} ({item.kind}), packet of "
+          f"{item.packet.get('returned')} record(s); {len(items)} item(s) in {gold_path}")
+    return 0
+
+
+def cmd_judge_calibrate(args: argparse.Namespace) -> int:
+    """Agreement and Cohen's kappa of a judge on the gold set; exit 0 calibrated, 1 not, 2 unusable."""
+    from criteria.judge import make_judge
+    from criteria.judge_calibration import (
+        calibrate_judge,
+        load_calibrations,
+        load_gold,
+        render,
+        write_calibrations,
+    )
+
+    gold = load_gold(Path(args.gold))
+    for problem in gold.coverage_problems():
+        print(f"warning: {problem}", file=sys.stderr)
+    judge = make_judge(args.judge)
+    if judge is None:
+        print("error: --tt-judge names no judge (a models.yaml alias, a LiteLLM model, or cassette:FILE)",
+              file=sys.stderr)
+        return 2
+    cal = calibrate_judge(gold, judge, args.judge)
+    print(render(cal))
+    if args.json:
+        Path(args.json).write_text(cal.model_dump_json(indent=1, by_alias=True) + "\n", encoding="utf-8")
+    if args.record:
+        record_path = Path(args.record)
+        write_calibrations(load_calibrations(record_path), cal, record_path)
+        print(f"recorded in {record_path}")
+    return 0 if cal.calibrated else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracetrial", description="TraceTrial harness benchmark")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -435,6 +497,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--harnesses", metavar="NAME[,NAME]", help="only these evaluated harnesses")
     p.add_argument("--models", metavar="ALIAS[,ALIAS]", help="only these models (evaluated runs)")
     p.set_defaults(func=cmd_release)
+    p = sub.add_parser("judge-gold", help="add a labelled packet of an archived cell to the judge gold set",
+                       description="Builds the packet a run would give the judge for CRITERION (a rubric criterion "
+                                   "of the pack) over the archived cell, and stores it with the state a careful "
+                                   "reader assigns (--expect) and why (--note).")
+    p.add_argument("output", help="a session's archive folder (--tt-output)")
+    p.add_argument("--cell", required=True, metavar="TASK/MODEL/HARNESS")
+    p.add_argument("--criterion", required=True)
+    p.add_argument("--expect", required=True, type=int, help="agent 0|1; harness 0|1|2|3")
+    p.add_argument("--kind", required=True, help="the rubric kind: final_reply, deliverable, notice, ...")
+    p.add_argument("--note", required=True, help="what in the packet decides the state")
+    p.add_argument("--id", help="item id (default TASK/CRITERION/HARNESS)")
+    p.add_argument("--gold", default="ci/judge/gold.json")
+    p.add_argument("--tasks", default="tasks")
+    p.set_defaults(func=cmd_judge_gold)
+    p = sub.add_parser("judge-calibrate", help="agreement and Cohen's kappa of a judge on the gold set",
+                       description="Asks the judge about every gold item with the run's own prompt and strict "
+                                   "parser; prints agreement and kappa per layer and per kind. Exit 0 when every "
+                                   "layer reaches 90 %% agreement (calibrated), 1 when not, 2 on unusable inputs.")
+    p.add_argument("--tt-judge", "--judge", dest="judge", required=True,
+                   help="a models.yaml alias (e.g. deepseek-v4-flash), a LiteLLM model, or cassette:FILE")
+    p.add_argument("--gold", default="ci/judge/gold.json")
+    p.add_argument("--record", nargs="?", const="ci/judge/calibrations.json", default=None,
+                   help="store the result as the judge's calibration (default ci/judge/calibrations.json); the "
+                        "reports label a judge's semantic verdicts uncalibrated until it is recorded calibrated")
+    p.add_argument("--json", metavar="FILE", help="also write the full result (every item) as JSON")
+    p.set_defaults(func=cmd_judge_calibrate)
     p = sub.add_parser("run", help="run the cells (extra arguments go to pytest)")
     p.set_defaults(func=None)
     return parser
