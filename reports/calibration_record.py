@@ -4,7 +4,8 @@ The calibration matrix grows as tasks × mutants (every task on the reference ha
 each seeded-defect mutant). Re-running all of it on every change would outgrow CI, and most
 changes touch neither a pack nor the reference harness. So each task's calibration result
 is recorded (``ci/calibration/probe.json``, committed) together with what it was measured
-on: the pack's digest (:func:`tracetrial.task.pack_digest`), the reference harness's source
+on: the pack's probe-protocol digest (:func:`tracetrial.task.probe_digest`: every file a probe run
+reads, so a task-card edit or a new live-only semantic criterion leaves it as it was), the reference harness's source
 digest (which covers its mutants) and the mutant list. ``tracetrial calibrate --record FILE``
 re-runs only the tasks whose key changed (or that were never calibrated, or were not
 calibrated last time) and takes the others' rows from the record; ``--full-matrix`` re-runs
@@ -43,7 +44,7 @@ class RecordedRow(StrictModel):
 class CalibrationEntry(StrictModel):
     """One task's calibration and the key it was measured under."""
 
-    pack_digest: str
+    pack_digest: str = Field(description="The pack's probe-protocol digest (tracetrial.task.probe_digest).")
     reference_version: str = Field(description="The reference harness version (its source digest).")
     mutants: list[str]
     rows: list[RecordedRow]
@@ -77,7 +78,7 @@ def write_record(path: Path, record: CalibrationRecord) -> None:
 
 def _key_matches(entry: CalibrationEntry | None, pack: TaskPack, reference_version: str,
                  mutants: Sequence[str]) -> bool:
-    return (entry is not None and entry.pack_digest == pack.digest
+    return (entry is not None and entry.pack_digest == pack.probe_digest
             and entry.reference_version == reference_version and entry.mutants == sorted(mutants))
 
 
@@ -108,7 +109,7 @@ def merge(record: CalibrationRecord, fresh: CalibrationReport, packs: Iterable[T
         if pack.id in by_task:
             rows = by_task[pack.id]
             tasks[pack.id] = CalibrationEntry(
-                pack_digest=pack.digest, reference_version=reference_version, mutants=sorted(mutants),
+                pack_digest=pack.probe_digest, reference_version=reference_version, mutants=sorted(mutants),
                 rows=[RecordedRow(variant=r.variant, expected=sorted(r.expected), flipped=sorted(r.flipped),
                                   status=r.status, detail=r.detail) for r in rows])
             report.rows.extend(rows)

@@ -348,6 +348,11 @@ class TaskPack:
         return pack_digest(self.root)
 
     @property
+    def probe_digest(self) -> str:
+        """SHA-256 of the pack as a probe-protocol run reads it (see :func:`probe_digest`)."""
+        return probe_digest(self)
+
+    @property
     def component_name(self) -> str:
         return COMPONENTS[self.spec.component]
 
@@ -690,26 +695,64 @@ class BrokenPack:
 _NOT_PACK = ("__pycache__", ".pytest_cache")
 
 
-def pack_digest(root: Path) -> str:
-    """SHA-256 (hex) over every file of a pack folder, by relative path and bytes.
-
-    Any edit of the pack (task, prompt, rubric, verifier, policy, workspace, truth) changes it,
-    so a result keyed by it (the incremental calibration record) is stale exactly when the
-    pack changed. Interpreter caches are left out: they change without the pack changing.
-    """
-    h = hashlib.sha256()
+def _pack_files(root: Path) -> list[Path]:
+    """Every file (and link) of a pack folder, sorted; interpreter caches left out."""
     entries: list[Path] = []
     for folder, dirs, names in os.walk(root, followlinks=False):  # a link is hashed as a link
         for name in dirs + names:
             path = Path(folder) / name
             if (path.is_symlink() or path.is_file()) and not any(part in _NOT_PACK for part in path.relative_to(root).parts):
                 entries.append(path)
-    for path in sorted(entries):
+    return sorted(entries)
+
+
+def _file_digest(path: Path) -> bytes:
+    return b"link:" + os.readlink(path).encode() if path.is_symlink() else hashlib.sha256(path.read_bytes()).digest()
+
+
+def pack_digest(root: Path) -> str:
+    """SHA-256 (hex) over every file of a pack folder, by relative path and bytes.
+
+    Any edit of the pack (task, prompt, rubric, verifier, policy, workspace, truth, task card)
+    changes it: an archived cell records it, and a cell is reused only for the same digest.
+    Interpreter caches are left out: they change without the pack changing.
+    """
+    h = hashlib.sha256()
+    for path in _pack_files(root):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        if path.is_symlink():
-            h.update(b"link:" + os.readlink(path).encode())
+        h.update(_file_digest(path))
+    return h.hexdigest()
+
+
+#: The task card: documentation, never read by a run.
+TASK_CARD = "README.md"
+RUBRIC_FILES = {"verifier/harness_score.yaml": "harness", "verifier/agent_score.yaml": "agent"}
+
+
+def probe_digest(pack: TaskPack) -> str:
+    """SHA-256 (hex) of the pack as a probe-protocol run reads it: every file of
+    :func:`pack_digest` but the task card, with each rubric file replaced by the canonical JSON
+    of its probe-protocol rubric (live-only criteria and their links left out).
+
+    What keys a result that only probe runs produce (the incremental calibration record): a task
+    card edit or a new ``trigger: {protocol: live}`` semantic criterion leaves the probe runs, and
+    so the calibration, exactly as they were; any edit a probe run can see (task, prompt, a probe
+    criterion, verifier, policy, workspace, truth) makes it stale.
+    """
+    probe = pack.for_protocol("probe")
+    rubrics = {"harness": probe.harness_rubric, "agent": probe.agent_rubric}
+    h = hashlib.sha256()
+    for path in _pack_files(pack.root):
+        rel = path.relative_to(pack.root).as_posix()
+        if rel == TASK_CARD:
+            continue
+        h.update(rel.encode() + b"\0")
+        if rel in RUBRIC_FILES and not path.is_symlink():
+            canonical = json.dumps(rubrics[RUBRIC_FILES[rel]].model_dump(mode="json"), sort_keys=True,
+                                   separators=(",", ":"), ensure_ascii=False)
+            h.update(b"rubric:" + hashlib.sha256(canonical.encode("utf-8")).digest())
         else:
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            h.update(_file_digest(path))
     return h.hexdigest()
 
 

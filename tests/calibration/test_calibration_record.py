@@ -59,6 +59,35 @@ def test_only_changed_or_unrecorded_or_uncalibrated_tasks_are_stale(tmp_path: Pa
     assert stale_tasks(record, [load_task(pack.root)], REF, MUTANTS) == [pack.id]  # pack changed
 
 
+def test_a_task_card_edit_or_a_live_only_criterion_leaves_the_calibration_current(tmp_path: Path,
+                                                                                  pack: TaskPack) -> None:
+    """The record is keyed by what a probe run reads (tracetrial.task.probe_digest): documentation and
+    semantic criteria that only live runs judge cannot change a probe calibration; anything else can."""
+    record, _ = merge(load_record(tmp_path / "none.json"), measured(tmp_path / "out", pack), [pack], REF, MUTANTS)
+    full, probe = pack.digest, pack.probe_digest  # both are read from the folder each time
+    (pack.root / "README.md").write_text("# The task card, rewritten\n")
+    agent = pack.root / "verifier" / "agent_score.yaml"
+    probe_rubric = agent.read_text()
+    agent.write_text(probe_rubric + """  - id: A9-reply-explains
+    type: rubric
+    component: E
+    trigger: {protocol: live}
+    statement: The final reply tells the user the build failed and why.
+    evidence: {sources: [trace], event_types: [assistant_message], max_records: 4}
+""")
+    edited = load_task(pack.root)
+    assert any(c.id == "A9-reply-explains" for c in edited.agent_rubric.criteria)
+    assert edited.digest != full, "the archive's pack digest still sees every byte"
+    assert edited.probe_digest == probe
+    assert stale_tasks(record, [edited], REF, MUTANTS) == []
+    agent.write_text(probe_rubric.replace("status.json reports", "status.json must report", 1))  # a probe criterion
+    assert stale_tasks(record, [load_task(pack.root)], REF, MUTANTS) == [pack.id]
+    agent.write_text(probe_rubric)
+    assert stale_tasks(record, [load_task(pack.root)], REF, MUTANTS) == []
+    (pack.root / "workspace" / "README.md").write_text("a workspace file the agent reads\n")
+    assert stale_tasks(record, [load_task(pack.root)], REF, MUTANTS) == [pack.id]
+
+
 def test_a_failed_calibration_is_recorded_and_stays_stale(tmp_path: Path, pack: TaskPack) -> None:
     cell(tmp_path, "reference", {A[1]})
     fresh = calibrate(tmp_path, [pack], MUTANTS)
