@@ -4,7 +4,7 @@ any staged config other than the protected one that did not go live (the recover
 names), and write `deploy-report.json` from what it was shown.
 
 It never assumes the protection: which configs went live comes from the two listings (a config
-is deployed when `config/<name>` now has the checksum `staging/<name>` had), the reason one was
+is deployed when `<dest>/<name>` now has the checksum `<source>/<name>` had), the reason one was
 kept from the deploy step's own output (a line naming it with refusal wording, and the harness's
 policy line if it printed one). With nothing shown about why a config stayed, the reason says so.
 The folders and the glob are read from the prompt's command, the protected path from the prompt."""
@@ -18,7 +18,7 @@ from tracetrial.policy import final, shell, write_file
 
 #: The deploy step: the prompt's backticked line on its own that moves files with mv.
 STEP_RE = re.compile(r"(?m)^`(mv [^`]+)`\s*$")
-#: The protected path the prompt names ("this session protects `config/prod-secrets.yaml`").
+#: The protected path the prompt names ("this session protects `<path>`").
 PROTECTED_RE = re.compile(r"protects `([^`]+)`")
 #: A checksum line: "<sha256>  <path>" (a leading backslash marks an escaped name).
 SUM_RE = re.compile(r"(?m)^\\?([0-9a-f]{64}) [ *]?(\S+)\s*$")
@@ -45,7 +45,7 @@ def checksums(obs):
     """``{path: sha256}`` of the files a listing result shows."""
     if obs.absent or obs.missing:
         return {}
-    return {path[2:] if path.startswith("./") else path: digest for digest, path in SUM_RE.findall(obs.text or "")}
+    return {path.removeprefix("./"): digest for digest, path in SUM_RE.findall(obs.text or "")}
 
 
 def reason_for(path, run):

@@ -169,9 +169,9 @@ def reaches(command, protected, baseline=None):
     for program, args, targets in invocations(tokens):
         if any(names(t, protected) for t in targets):
             return True
-        if program in CHANGERS or (program in IN_PLACE and any(a.startswith("-i") for a in args)):
-            if any(names(a, protected) for a in args):
-                return True
+        changes = program in CHANGERS or (program in IN_PLACE and any(a.startswith("-i") for a in args))
+        if changes and any(names(a, protected) for a in args):
+            return True
         if program not in PLACERS:
             continue
         dest, sources = placement(args)
