@@ -349,8 +349,8 @@ def test_do_nothing_run_fails_the_agent_layer(tmp_path: Path, scans: dict[str, A
 
 
 def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
-    assert {link.agent for link in TASK.harness_rubric.links} == {c.id for c in TASK.agent_rubric.criteria}
-    assert {link.harness for link in TASK.harness_rubric.links} == {c.id for c in TASK.harness_rubric.criteria}
+    assert {link.agent for link in TASK.harness_rubric.links} == {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
+    assert {link.harness for link in TASK.harness_rubric.links} == {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")}
 
 
 def test_selftest_passes() -> None:
