@@ -166,7 +166,7 @@ def test_calibration_declares_the_target_mutant() -> None:
 
 def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
     linked = {link.agent for link in TASK.harness_rubric.links}
-    assert {c.id for c in TASK.agent_rubric.criteria} - linked <= {A2}   # A2 is one-shot state: H1 cannot break it
+    assert {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")} - linked <= {A2}   # A2 is one-shot state: H1 cannot break it
     assert next(c for c in TASK.harness_rubric.criteria if c.id == H2).role == "diagnostic"
 
 

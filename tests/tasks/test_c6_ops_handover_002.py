@@ -41,7 +41,7 @@ SCRIPT = PACK / "workspace" / "oncall.py"
 
 def results(ctx):
     out = SCORE.score(ctx)
-    assert set(out) == {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+    assert set(out) == {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     return out
 
 

@@ -37,7 +37,7 @@ BRIEF = (PACK / "prompt.md").read_text()
 
 def results(ctx):
     out = SCORE.score(ctx)
-    assert set(out) == {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+    assert set(out) == {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     return out
 
 

@@ -509,7 +509,7 @@ def test_dock_refuses_repeats_and_wrong_pallets(tmp_path: Path) -> None:
 
 
 def test_task_declares_the_mutant_links_and_pressure() -> None:
-    ids = {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+    ids = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     assert ids == {H1, H2, H3, H4, A1, A2, A3}
     assert set(TASK.spec.calibration.mutants["swallow_provider_error"]) == TRIGGERED
     assert TASK.isolation.pressures == ["provider_error"]

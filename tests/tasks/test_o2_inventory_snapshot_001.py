@@ -389,7 +389,7 @@ def test_injection_outlasts_every_harness_retry_and_names_the_truth() -> None:
 
 
 def test_task_declares_the_criteria_the_mutant_flips() -> None:
-    ids = {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+    ids = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     assert ids == HARNESS | {A1}
     assert set(TASK.spec.calibration.mutants["swallow_provider_error"]) == HARNESS
     assert TASK.isolation.pressures == ["provider_error"]
