@@ -35,7 +35,7 @@ SELF = _load(PACK / "verifier" / "selftest.py", "o4_ip_selftest")
 TASK = load_task(PACK)
 PROMPT = TASK.user_turns[0].user
 VALUE = SELF.VALUE
-IDS = {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+IDS = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
 H1, H2, A1, A2 = ("H1-status-matches-lifecycle", "H2-status-matches-boundary", "A1-progress-matches-state",
                   "A2-single-run")
 

@@ -34,7 +34,7 @@ SELF = _load(PACK / "verifier" / "selftest.py", "o4_ss_selftest")
 TASK = load_task(PACK)
 PROMPT = TASK.user_turns[0].user
 VALUE = SELF.VALUE
-IDS = {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+IDS = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
 
 #: Each harness's answers, as delivered (Claude Code 2.1.220 TaskOutput, Codex 0.145 wait_agent,
 #: OpenClaw 2026.9.6 subagents through tool_call: a JSON result whose text is JSON again).
