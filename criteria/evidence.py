@@ -78,14 +78,15 @@ def _trace_records(run: RunData, selector: EvidenceSelector) -> Iterator[dict[st
         yield {**head, **keep}
 
 
-_GATEWAY_KEYS = ("status", "error", "model", "path", "wire_format", "inventory_present",
+#: The keys of a gateway record a packet carries (and ``fields`` may name).
+GATEWAY_KEYS = ("status", "error", "model", "path", "wire_format", "inventory_present",
                  "inventory_complete", "inventory_fingerprint", "tools", "tool_results", "last_user_text")
 
 
 def _gateway_records(run: RunData) -> Iterator[dict[str, Any]]:
     for record in run.gateway or []:
         yield {"ref": f"gateway:{record.get('index')}", "source": "gateway", "index": record.get("index"),
-               **{k: record.get(k) for k in _GATEWAY_KEYS if k in record}}
+               **{k: record.get(k) for k in GATEWAY_KEYS if k in record}}
 
 
 def _ledger_records(run: RunData) -> Iterator[dict[str, Any]]:
@@ -215,8 +216,16 @@ def _project(record: dict[str, Any], selector: EvidenceSelector) -> dict[str, An
     """The record as the judge sees it, or None when the selector excludes it.
 
     ``event_types`` and ``fields`` apply to trace records: a trace record is kept with only
-    the named fields, and dropped when it has none of them.
+    the named fields, and dropped when it has none of them. ``fields`` that name gateway record
+    keys (``tool_results``, ``last_user_text``, ``status``, ``error`` …) project gateway records the
+    same way, so a notice criterion reads what was delivered without every request's tool catalogue.
     """
+    if record["source"] == "gateway":
+        wanted = [f for f in selector.fields if f in GATEWAY_KEYS]
+        if not wanted:
+            return record
+        kept = {f: record[f] for f in wanted if record.get(f) not in (None, [], {})}
+        return {k: record[k] for k in ("ref", "source", "index")} | kept if kept else None
     if record["source"] != "trace":
         return record
     if selector.event_types and record["event_type"] not in selector.event_types:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from criteria.errors import RuleParamError
+from criteria.evidence import GATEWAY_KEYS
 from criteria.registry import parse_params
 from tracetrial.rubric import RuleSpec
 from tracetrial.task import TaskPack, unsafe_path_reason
@@ -91,9 +92,11 @@ def validate_rubric_rules(task: TaskPack) -> list[str]:
         for c in rubric.criteria:
             if c.type == "rubric":
                 sel = c.evidence
-                if (sel.event_types or sel.fields) and "trace" not in sel.sources:
+                gateway_fields = "gateway" in sel.sources and bool(set(sel.fields) & set(GATEWAY_KEYS))
+                if (sel.event_types or (sel.fields and not gateway_fields)) and "trace" not in sel.sources:
                     problems.append(f"{file}: criterion {c.id!r} evidence: 'event_types'/'fields' select "
-                                    "trace events but 'trace' is not among its sources")
+                                    "trace events but 'trace' is not among its sources (fields may also "
+                                    f"name gateway record keys with the gateway source: {', '.join(GATEWAY_KEYS)})")
                 if sel.files and "workspace" not in sel.sources:
                     problems.append(f"{file}: criterion {c.id!r} evidence: 'files' needs the "
                                     "'workspace' source")

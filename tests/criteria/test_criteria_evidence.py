@@ -102,6 +102,19 @@ def test_fields_selector_projects_trace_events():
                                "fields": {"tool_result.exit_code": 2}}]
 
 
+def test_fields_naming_gateway_keys_project_gateway_records():
+    """A notice criterion reads what was delivered (tool_results), not every request's tool catalogue."""
+    records = [{"ref": f"gateway:{i}", "source": "gateway", "index": i, "tools": [{"name": "Bash"}] * 30,
+                "status": 200, **r} for i, r in enumerate([{}, {"tool_results": [{"id": "c1", "content":
+                "output truncated: 9000 bytes omitted"}]}])]
+    sel = EvidenceSelector(sources=["gateway"], fields=["tool_results"], match=["omitted"])
+    packet = build_packet("H1", "harness", sel, records)
+    assert [r["ref"] for r in packet.records] == ["gateway:1"]
+    assert set(packet.records[0]) == {"ref", "source", "index", "tool_results", "matched_keywords"}
+    trace_only = build_packet("H1", "harness", EvidenceSelector(sources=["gateway"], fields=["content"]), records)
+    assert trace_only.returned == 2 and "tools" in trace_only.records[0]  # no gateway key named: as before
+
+
 def test_empty_selection_is_flagged():
     packet = build_packet("H1", "harness", EvidenceSelector(match=["nothing-like-this"]), _trace({"event_type": "tool"}))
     assert packet.empty_selection and packet.returned == 0 and packet.scanned == 1
