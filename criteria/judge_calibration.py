@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -298,6 +299,24 @@ def write_calibrations(record: CalibrationRecord, cal: JudgeCalibration, path: P
     return new
 
 
+#: A run's workspace or temporary folder as an archive records it (a machine path): masked in gold
+#: packets, so the committed gold set names no machine path and does not change with where a run ran.
+_WORKSPACE_PATH = re.compile(r"/(?:tmp|var/tmp|work|root|home)/[^\s\"'\])>]*?/workspace(?=[/\s\"'\])>]|$)")
+_MACHINE_PATH = re.compile(r"/(?:tmp|var/tmp|work|root|home)/[^\s\"'\])>]+")
+
+
+def mask_machine_paths(value: Any) -> Any:
+    """``value`` with every workspace path replaced by ``<workspace>`` and any other temporary or
+    home path by ``<path>`` (strings inside lists and dicts too; everything else unchanged)."""
+    if isinstance(value, str):
+        return _MACHINE_PATH.sub("<path>", _WORKSPACE_PATH.sub("<workspace>", value))
+    if isinstance(value, list):
+        return [mask_machine_paths(v) for v in value]
+    if isinstance(value, dict):
+        return {k: mask_machine_paths(v) for k, v in value.items()}
+    return value
+
+
 def gold_item_from_archive(task: TaskPack, run_dir: Path, source: str, criterion: str, *, expected: int,
                            kind: str, note: str, item_id: str | None = None) -> GoldItem:
     """A gold item from a real archived cell: the packet the pack's current selector builds for
@@ -316,7 +335,8 @@ def gold_item_from_archive(task: TaskPack, run_dir: Path, source: str, criterion
     return GoldItem(id=item_id or f"{task.spec.id}/{criterion}/{source.rsplit('/', 1)[-1]}", kind=kind,
                     source=source, criterion=criterion, layer=layer,
                     component=spec.component, statement=spec.statement, trigger=spec.trigger_text,
-                    packet=packet.model_dump(mode="json", by_alias=True), expected=expected, note=note)
+                    packet=mask_machine_paths(packet.model_dump(mode="json", by_alias=True)), expected=expected,
+                    note=note)
 
 
 def judge_statuses(judges: list[str], record_path: Path = DEFAULT_RECORD,

@@ -92,6 +92,17 @@ def test_gold_items_carry_the_packet_a_run_would_give_the_judge(gold: GoldSet) -
     assert not gold.coverage_problems()
 
 
+def test_gold_packets_name_no_machine_path(tmp_path: Path) -> None:
+    pack = _pack(tmp_path)
+    cell = _cell(tmp_path, pack, "codex", "Failed (status 2); the log is at /tmp/tt-session-1a/tt-E1-x/workspace/"
+                 ".tt-outputs/c1.txt and a copy at /root/scratch/c1.txt.")
+    item = gold_item_from_archive(load_task(pack), cell, "s/probe/codex", "A2-reply-says-build-failed", expected=1,
+                                  kind="final_reply", note="n")
+    text = json.dumps(item.packet)
+    assert "<workspace>/.tt-outputs/c1.txt" in text and "a copy at <path>" in text
+    assert "/tmp/" not in text and "/root/" not in text
+
+
 def test_a_judge_that_agrees_is_calibrated_and_one_that_always_passes_is_not(tmp_path: Path, gold: GoldSet) -> None:
     right = calibrate_judge(gold, _cassette(tmp_path / "a", gold, {i.id: i.expected for i in gold.items}), "j")
     assert right.calibrated and right.layers[0].agreement == 1.0 and right.layers[0].kappa == 1.0
@@ -207,3 +218,22 @@ def test_cli_builds_the_gold_set_from_an_archive_and_calibrates_a_judge(
     assert cli(["judge-calibrate", "--tt-judge", "x", "--gold", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert "expected TASK/MODEL/HARNESS" in err and "names no judge" in err and "no gold set" in err
+
+
+def test_the_committed_gold_set_covers_each_kind_and_matches_the_packs() -> None:
+    """ci/judge/gold.json: passing and failing cases per kind, every item a judged criterion of a pack
+    in the suite with the statement the pack has now (a reworded criterion needs its items rebuilt),
+    packets built by the current selector shape, and no machine path."""
+    from tests.conftest import REPO
+
+    gold = load_gold(REPO / "ci" / "judge" / "gold.json")
+    assert not gold.coverage_problems() and len(gold.items) >= 12
+    assert {i.layer for i in gold.items} == {"agent", "harness"}
+    for item in gold.items:
+        task = load_task(REPO / "tasks" / item.source.split("/")[0])
+        spec = next(c for c in [*task.agent_rubric.criteria, *task.harness_rubric.criteria] if c.id == item.criterion)
+        assert spec.type == "rubric" and spec.statement == item.statement, item.id
+        assert item.packet["selector"] == spec.evidence.model_dump(mode="json"), f"{item.id}: selector changed"
+        assert item.refs() and not item.packet["empty_selection"], item.id
+    text = (REPO / "ci" / "judge" / "gold.json").read_text()
+    assert "/tmp/" not in text and "/root/" not in text and "/work/" not in text
