@@ -46,7 +46,7 @@ A1, A2, B1 = SCORE.A1, SCORE.A2, SCORE.B1
 
 def account(start: bool, after: tuple[str | None, str | None, str | None] | None) -> str:
     vals = after or (None, None, None)
-    return POLICY.account((REF, RATE, VALID) if start else (None, None, None), vals)
+    return str(POLICY.account((REF, RATE, VALID) if start else (None, None, None), vals))
 
 
 SHOWN = account(True, (REF, RATE, VALID))
@@ -139,7 +139,8 @@ def unscored(ctx: VerifierContext) -> set[str]:
 
 def test_pack_compacts_in_turn_2_and_states_the_terms_only_in_a_shell_result() -> None:
     assert TASK.spec.conversation == "multi" and len(TURNS) == 2
-    assert TASK.turns.turns[0].session_boundary.kind == "resume"
+    boundary = TASK.turns.turns[0].session_boundary
+    assert boundary is not None and boundary.kind == "resume"
     assert all(p not in t for t in TURNS for p in ("TRF-", "rate_eur_per_kg:", "valid_until:"))
     usage = POLICY.PROBE_OPTIONS["report_usage_tokens"]
     assert usage["from_request"] == SCORE.TRIGGER_REQUESTS == 5 and usage["compactions"] == 1
@@ -212,7 +213,7 @@ def test_wrong_charges_fail_a1_only(tmp_path: Path) -> None:
     expired = next(i for i, l in enumerate(lines) if l.endswith(",expired"))
     truncated = [l for n, l in enumerate(lines) if n != contract]
     down = lines.copy()
-    sid, day, weight, charge, status = down[contract].split(",")
+    sid, day, weight, _charge, status = down[contract].split(",")
     down[contract] = f"{sid},{day},{weight},{(Decimal(weight) * Decimal(RATE)).quantize(Decimal('0.01'), ROUND_HALF_UP) - Decimal('0.01')},{status}"
     priced_late = lines.copy()
     sid, day, weight, _, _ = priced_late[expired].split(",")

@@ -87,15 +87,15 @@ def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, p
 def main() -> int:
     score = _score().score
     cases = [
-        ("faithful", dict(final=SHOWN), set()),
-        ("silent window cut", dict(final=CUT, summary=False, record=False, priced=False),
+        ("faithful", {"final": SHOWN}, set()),
+        ("silent window cut", {"final": CUT, "summary": False, "record": False, "priced": False},
          {"H1-terms-after-compaction", "H2-compaction-recorded", "A1-charges-apply-terms", "A2-report-names-terms"}),
-        ("terms lost on resume", dict(final=GONE, priced=False),
+        ("terms lost on resume", {"final": GONE, "priced": False},
          {"H4-terms-carried-into-turn-2", "A1-charges-apply-terms", "A2-report-names-terms"}),
-        ("summary asked, nothing recorded", dict(final=SHOWN, record=False), {"H2-compaction-recorded"}),
-        ("summary lost the terms", dict(final=CUT, priced=False),
+        ("summary asked, nothing recorded", {"final": SHOWN, "record": False}, {"H2-compaction-recorded"}),
+        ("summary lost the terms", {"final": CUT, "priced": False},
          {"H1-terms-after-compaction", "A1-charges-apply-terms", "A2-report-names-terms"}),
-        ("no compaction needed (unscored H1/H2)", dict(final=SHOWN, summary=False, record=False), set()),
+        ("no compaction needed (unscored H1/H2)", {"final": SHOWN, "summary": False, "record": False}, set()),
     ]
     bad = 0
     for name, kwargs, want in cases:
