@@ -202,8 +202,10 @@ def test_pack_is_two_turns_with_a_native_resume_and_no_seeded_value_in_a_user_tu
 def test_the_rubrics_declare_the_links_and_the_mutant() -> None:
     links = {(lk.harness, lk.agent) for lk in TASK.harness_rubric.links}
     assert links == {(H1, A1), (H2, A1), (H1, A3), (H2, A3), (H1, A2), (H3, A1), (H3, A3)}
-    agent = {c.id for c in TASK.agent_rubric.criteria}
+    agent = {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     assert agent == {A1, A2, A3} and agent <= {a for _, a in links}          # rule 10: every A criterion linked
+    # the live-only judged reply criterion takes no link and no calibration entry
+    assert {c.id for c in TASK.agent_rubric.criteria if not c.applies_to("probe")} == {"A4-replies-quote-and-booking"}
     assert TASK.spec.calibration.mutants == {"hide_mcp_tool": [H1, H2, A1, A3]}
     roles = {c.id: c.role for c in TASK.harness_rubric.criteria}
     assert roles == {H1: "core", H2: "core", H3: "core", H4: "diagnostic"}
