@@ -90,3 +90,51 @@ def test_a_live_run_holds_every_criterion(tmp_path: Path) -> None:
     score = score_run(task, run.build())
     assert [v.id for v in score.verdicts] == ["H1", "H9", "A1", "A9"]
     assert {v.id: v.passed for v in score.verdicts if v.id.endswith("9")} == {"H9": None, "A9": None}
+
+
+def test_a_cassette_driven_live_run_of_a_suite_pack_judges_its_semantic_criteria(tmp_path: Path) -> None:
+    """A live run of a real pack (C1-ticket-export-001): its live-only criteria are judged from a
+    recorded cassette, and a verdict citing anything outside the packet is unscored, never a pass."""
+    import json
+    import re
+    import shutil
+
+    from criteria.judge import CassetteJudge
+    from tests.conftest import REPO
+    from tests.criteria.archive_factory import event
+
+    root = tmp_path / "tasks" / "C1-ticket-export-001"
+    shutil.copytree(REPO / "tasks" / "C1-ticket-export-001", root)
+    task = load_task(root)
+    live = [c.id for c in [*task.agent_rubric.criteria, *task.harness_rubric.criteria] if not c.applies_to("probe")]
+    assert "A4-reply-reports-partial-export" in live
+
+    class Reader:
+        """Stands in for a judge model: cites the packet's first ref (or an invented one)."""
+
+        def __init__(self, invent: bool) -> None:
+            self.name, self.invent = "reader", invent
+
+        def complete(self, messages: list[dict[str, str]]) -> str:
+            refs = re.findall(r'"ref": "([^"]+)"', messages[-1]["content"])
+            cite = ["seq:9999"] if self.invent else refs[:1]
+            return json.dumps({"state": 1 if refs else 0, "rationale": "read the packet", "citations": cite})
+
+    def run(name: str) -> Path:
+        builder = RunBuilder(tmp_path / name, root, protocol="live", harness="codex",
+                             events=[event("assistant_message", content="checksums.json written: a=7dcc, b=a63f, "
+                                           "b_exit_code=1.", content_kind="text")],
+                             workspace={"checksums.json": '{"a": "7dcc", "b": "a63f", "b_exit_code": 1}\n'})
+        return builder.build()
+
+    cassette = tmp_path / "cassette.json"
+    recorded = score_run(task, run("rec"), judge=CassetteJudge(cassette, record=Reader(invent=False)))
+    by_id = {v.id: v for v in recorded.verdicts}
+    assert by_id["A4-reply-reports-partial-export"].passed is True
+    assert "judge state 1" in by_id["A4-reply-reports-partial-export"].reason
+    replayed = score_run(task, run("rec2"), judge=CassetteJudge(cassette))  # same packets: no model call
+    assert {v.id: v.passed for v in replayed.verdicts if v.id in live} == {
+        v.id: v.passed for v in recorded.verdicts if v.id in live}
+    invented = score_run(task, run("inv"), judge=Reader(invent=True))
+    verdict = next(v for v in invented.verdicts if v.id == "A4-reply-reports-partial-export")
+    assert verdict.passed is None and "not in the evidence packet" in verdict.reason
