@@ -15,17 +15,21 @@ shell tool's own timeout field (the probe maps ``timeout_s`` onto the declared f
 the tool has none), and replies with what the result showed: a timed-out / killed / stopped /
 still-running / backgrounded notice means TIMED OUT; the DONE line (without such a notice, exit 0
 when a status is stated) means COMPLETED with the receipt printed; anything else FAILED. The batch
-id is the one the export printed when it started.
+id is the one the export printed when it started; when the result shows none but names the file
+the command's output goes to (Claude Code's backgrounded command), the helper reads that file once.
+The parent reports ``unknown`` for a batch id the reply gives as unknown.
 """
 
 import json
 import re
 
-from tracetrial.policy import final, native_tool, shell, spawn_subagent, write_file
+from tracetrial.policy import final, native_tool, read_file, shell, spawn_subagent, write_file
 
 BATCH = r"bx-[0-9a-f]{8}"
 RECEIPT = r"rcpt-[0-9a-f]{10}"
-REPLY_RE = rf"export_batch: (COMPLETED|TIMED OUT|FAILED) batch=({BATCH})(?: receipt=({RECEIPT}))?"
+REPLY_RE = rf"export_batch: (COMPLETED|TIMED OUT|FAILED) batch=({BATCH}|unknown)(?: receipt=({RECEIPT}))?"
+# "Output is being written to: /tmp/.../tasks/b7.output. ... use Read on that file path." (Claude Code)
+OUTPUT_FILE_RE = r"(?i)(?:output is being written to|output (?:was )?saved to|full output(?: is)? in)[:\s]+(/\S+?)\.?(?=\s|$)"
 OUTCOME = {"COMPLETED": "completed", "TIMED OUT": "timeout", "FAILED": "failed"}
 WAIT_TOOL = "multi_agent_v1/wait_agent"
 AGENT_ID_RE = r"\"?(?:agent_id|agentId)\"?\s*[:=]\s*\"?([A-Za-z0-9_.:-]{6,})"
@@ -63,7 +67,8 @@ def report_from(reply):
 
 
 def policy(turn):
-    secs = turn.find(r"(\d+)-second slot")
+    slot = re.search(r"(\d+)-second slot", turn.user_text)
+    secs = slot.group(1) if slot else turn.find(r"(\d+)-second slot")
     report = report_from(None)
     if secs is None:
         yield write_file("batch_report.json", json.dumps(report, indent=2) + "\n")
@@ -121,5 +126,10 @@ def subagent_policy(turn):
         yield final("I have no command tool, so the export was not run.")
         return
     outcome, bid, receipt = judge(res)
+    path = res.find(OUTPUT_FILE_RE)
+    if bid is None and path:  # the result names the file its output goes to: read what it printed so far
+        out = yield read_file(path)
+        found = out.find(rf"batch ({BATCH}): exporting")
+        bid = found or bid
     line = f"export_batch: {outcome} batch={bid or 'unknown'}" + (f" receipt={receipt}" if receipt else "")
     yield final(line)

@@ -31,6 +31,8 @@ UNFINISHED_RE = re.compile(
 WRAPPER_RE = re.compile(r"(?:^|[\s;&|(])(?:timeout|gtimeout)\s+-?\S*\d|&\s*$|\bnohup\b|\bsetsid\b")
 #: Probe actions of the parent whose results are its own work, never a child's outcome.
 OWN_ACTIONS = {"shell", "read_file", "write_file", "edit_file", "wait", "final", "ask_user", "call_tool"}
+#: The opening of prompt.md: a user text holding it is the scripted turn, never a child's outcome.
+TASK_PROMPT_HEAD = "Run tonight's order-book batch export."
 OWN_TOOLS = {"shell", "bash", "exec", "execcommand", "read", "readfile", "write", "writefile", "edit", "editfile"}
 
 
@@ -225,7 +227,6 @@ def h3(ctx):
     results = _child_results(ctx)
     if not results:
         return None, "the child was shown no result of its export call, so it had no outcome to relay"
-    batch = batches[0]
     shown = results[-1].content
     done = DONE_RE.search(shown)
     unfinished = bool(UNFINISHED_RE.search(shown))
@@ -236,19 +237,25 @@ def h3(ctx):
     else:
         receipt = done.group(2)
         want, check = f"completed with receipt {receipt}", (lambda t: receipt in t)
-    texts = [(i, where, t) for i, where, t in parent_texts(ctx) if batch in t]
+    # the batch id anchors the relay when the child was shown it (its export result, or the output
+    # file a backgrounded command's notice names); otherwise the outcome alone is looked for
+    batch = batches[0]
+    seen = any(batch in d.content for d in ctx.deliveries(ids=_child_ids(ctx)))
+    head = norm_text(TASK_PROMPT_HEAD)
+    texts = [(i, where, t) for i, where, t in parent_texts(ctx)
+             if (batch in t if seen else not (where == "user text" and head in norm_text(t)))]
+    what = f"batch {batch}, {want}" if seen else f"{want}; the child was never shown the batch id"
     hits = [(i, where) for i, where, t in texts if check(t)]
     if hits:
-        return True, (f"the child's outcome (batch {batch}, {want}) reached the parent in request {hits[0][0]} "
-                      f"({hits[0][1]})")
-    if texts:
+        return True, f"the child's outcome ({what}) reached the parent in request {hits[0][0]} ({hits[0][1]})"
+    if texts and seen:
         return False, (f"the parent was shown batch {batch} (request {texts[0][0]}) but not the child's outcome "
                        f"({want}): {norm_text(texts[0][2])[:160]!r}")
     spawn_ids = {norm_id(r.get("call_id")) for r in ctx.probe_requests("spawn_subagent", main=True)}
     spawn_ids |= {i for e in ctx.spawn_events() for i in call_ids(e)}
     spawned = [d.content for d in ctx.deliveries(ids=spawn_ids - {""})]
     extra = f"; its spawn result read {norm_text(spawned[-1])[:160]!r}" if spawned else ""
-    return False, f"the child's outcome (batch {batch}, {want}) never reached the parent's model input{extra}"
+    return False, f"the child's outcome ({what}) never reached the parent's model input{extra}"
 
 
 # ----------------------------------------------------------------------------- agent criteria
