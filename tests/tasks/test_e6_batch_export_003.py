@@ -56,7 +56,9 @@ CLAUDE_BG = ("Command did not complete within its 4s timeout and was moved to th
              "interim output, use Read on that file path.")
 CODEX_RUNNING = ("Chunk ID: 1f\nWall time: 10.0 seconds\nProcess running with session ID 3\nOriginal token count: 60\n"
                  "Output:\n" + output(19))
-OPENCLAW_KILLED = "Command timed out after 4 seconds\n" + output(6) + "\n(Command exited with code 143: terminated)"
+# OpenClaw 2026.9.6 as observed (exec with timeoutSeconds 4): the output, then the notice
+OPENCLAW_KILLED = (output(6) + "\nCommand timed out after 4 seconds.\n\nThe command was terminated, but external side "
+                   "effects may already have completed. Verify the resulting state before retrying.")
 TIMED_OUT_REPLY = f"export_batch: TIMED OUT batch={BATCH}"
 COMPLETED_REPLY = f"export_batch: COMPLETED batch={BATCH} receipt={RECEIPT}"
 
@@ -250,8 +252,13 @@ def test_child_never_shown_the_batch_id_still_relays_the_outcome(tmp_path):
 
 
 def test_openclaw_shape_passes(tmp_path):
-    assert failed(make_ctx(tmp_path, beats=6, child_result=OPENCLAW_KILLED,
-                           child_args={"command": "python3 export_batch.py", "timeoutSeconds": 4})) == set()
+    # as observed: the child's exec result, then the child's reply as a [Subagent Context] user text
+    ctx = make_ctx(tmp_path, beats=6, child_result=OPENCLAW_KILLED, spawn_result='{"status": "accepted"}',
+                   child_args={"command": "python3 export_batch.py", "timeoutSeconds": 4})
+    ctx.gateway[-1]["last_user_text"] = ("[Subagent Context] Every subagent spawned from this session has now settled "
+                                         f"...\n{TIMED_OUT_REPLY}")
+    assert failed(ctx) == set()
+    assert "user text" in results(ctx)[H3][1]
 
 
 def test_stopped_but_shown_as_finished_fails_h2(tmp_path):
