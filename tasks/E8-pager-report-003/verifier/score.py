@@ -196,13 +196,13 @@ class ViewerRun:
 
     def end(self) -> tuple[float | None, str]:
         """When and how the run ended: its logged end, else its last sign of life (killed outright)."""
-        for event, how in (("ended", "stopped by {signal}"), ("quit", "quit with its q key"),
-                           ("done", "went through to its last page"), ("eof", "its terminal hung up")):
+        for event, how in (("ended", "was stopped by {signal}"), ("quit", "quit with its q key"),
+                           ("done", "went through to its last page"), ("eof", "lost its terminal (hang-up)")):
             rec = self.first(event)
             if rec is not None and _num(rec.get("t")) is not None:
                 return _num(rec.get("t")), how.format(signal=rec.get("signal"))
         if self.alive_t is not None:
-            return self.alive_t, "killed outright (no log record; last sign of life)"
+            return self.alive_t, "was killed outright (no log record; its last sign of life)"
         return None, "no end recorded and no sign of life"
 
     def describe(self) -> str:
