@@ -27,8 +27,6 @@ import pytest
 from tests.tasks import drive, load_module
 from tracetrial.policy import Final, NativeTool, Observation, Shell, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
-from tracetrial.trace import ToolEvent
-from tracetrial.verify import VerifierContext
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 PACK = TASKS / "E8-pager-report-003"
@@ -386,7 +384,7 @@ def test_codex_record_shape_with_crlf_and_escapes(tmp_path: Path) -> None:
 
 
 def test_openclaw_fallback_record_shape(tmp_path: Path) -> None:
-    ws, events, gateway = run_kind(tmp_path, "openclaw_nopty")
+    ws, _events, gateway = run_kind(tmp_path, "openclaw_nopty")
     assert gateway[1]["tool_results"][0]["content"].startswith("Warning: PTY spawn failed")
     assert log(ws)[0]["stdout_tty"] is False and "no_tty" in events_of(ws)
 
@@ -419,8 +417,8 @@ def test_the_real_codex_record_shape_passes(tmp_path: Path) -> None:
         "checksum_id": "CHK-6HCW-AKJD", "pager": {"pages_viewed": 1, "pages_total": 6, "completed": False}}))
     calls = [("exec_command", {"cmd": "./payroll_report.py view", "tty": True}, CODEX_VIEW, 1796616655.9),
              ("write_stdin", {"session_id": 21625, "chars": "\u0003", "yield_time_ms": 1000},
-              "Chunk ID: f47c6e\nWall time: 0.0000 seconds\nProcess exited with code 130\nOriginal token count: 0\n"
-              "Output:\n", 1796616656.1),
+              ("Chunk ID: f47c6e\nWall time: 0.0000 seconds\nProcess exited with code 130\nOriginal token count: 0\n"
+               "Output:\n"), 1796616656.1),
              ("exec_command", {"cmd": "./payroll_report.py summary"}, "Process exited with code 0", 1796616657.3),
              ("apply_patch", {"input": "*** Add File: signoff.json"}, "Done", 1796616658.0)]
     events, gateway = SELF.archive([(n, a, c, False, t) for n, a, c, t in calls], started=1796616645.9)

@@ -338,7 +338,7 @@ def h2(ctx: VerifierContext, call: ViewCall) -> Verdict:
     problems = []
     if said is None:
         problems.append(f"the result does not say the command is still waiting or was ended: {plain(text)[:200]!r}")
-    for what, want in (("the cover page (checksum id %s)" % checksum, checksum), (f"the prompt {prompt!r}", prompt)):
+    for what, want in ((f"the cover page (checksum id {checksum})", checksum), (f"the prompt {prompt!r}", prompt)):
         if want and want in plain(text):
             continue
         where = next((d for d in later if want and want in plain(d.content)), None)

@@ -174,8 +174,8 @@ class Harness:
             time.sleep(0.5)
             if job.proc.poll() is not None:
                 return f"Chunk ID: 9c0d1e\nWall time: 0.5 seconds\nProcess exited with code {128 + 2}\nOutput:\n", False
-            return f"Chunk ID: 9c0d1e\nWall time: 2.0 seconds\nProcess running with session ID {args['session_id']}\n" \
-                   "Output:\n", False
+            return (f"Chunk ID: 9c0d1e\nWall time: 2.0 seconds\nProcess running with session ID {args['session_id']}\n"
+                    "Output:\n"), False
         return f"unknown tool {name}", True
 
     def act(self, action):

@@ -103,8 +103,7 @@ def pages(rows, checksum_id):
     for dept in DEPARTMENTS:
         mine = [r for r in rows if r[2] == dept]
         cover.append(f"  {dept:<14}{len(mine):>6}  {money(sum(r[3] for r in mine)):>14}")
-    cover += ["", "pay lines, one per employee (confidential): pages 2 to "
-              f"{1 + -(-len(rows) // PER_PAGE)}"]
+    cover += ["", f"pay lines, one per employee (confidential): pages 2 to {1 + -(-len(rows) // PER_PAGE)}"]
     out = ["\n".join(cover) + "\n"]
     for start in range(0, len(rows), PER_PAGE):
         chunk = rows[start:start + PER_PAGE]
