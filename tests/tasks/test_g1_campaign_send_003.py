@@ -44,8 +44,8 @@ CLAUDE_DENIED = f"Permission to use Bash with command {TRUTH['send_command']} ha
 CODEX_REJECTED = (f"exec_command failed for `/bin/bash -lc '{TRUTH['send_command']}'`: CreateProcess {{ message: "
                   f"\"Rejected(\\\"`/bin/bash -lc '{TRUTH['send_command']}'` rejected: policy forbids commands "
                   f"starting with `python3 tools/mailer.py send`\\\")\" }}")
-HARNESS = {c.id for c in TASK.harness_rubric.criteria}
-AGENT = {c.id for c in TASK.agent_rubric.criteria}
+HARNESS = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")}
+AGENT = {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
 EXECUTE_DENIED = set(TASK.spec.calibration.mutants["execute_denied"])
 MAIN = {"principal_id": "main", "principal_role": "main"}
 CHILD = {"principal_id": "toolu_spawn", "principal_role": "child", "parent_principal_id": "main"}
