@@ -124,7 +124,7 @@ def reference_run(*, shown: dict[str, str] | None = None, reply: dict[str, str] 
 
 def results(ctx: VerifierContext) -> dict[str, tuple[bool, str]]:
     out = SCORE.score(ctx)
-    ids = {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+    ids = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     assert set(out) == ids
     return out
 
