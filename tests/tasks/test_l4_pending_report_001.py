@@ -137,7 +137,7 @@ def make_ctx(tmp_path: Path, *, report: Any = None, job: bool = True, events=Non
 
 def results(ctx: VerifierContext) -> dict[str, tuple[bool, str]]:
     out = SCORE.score(ctx)
-    ids = {c.id for c in TASK.harness_rubric.criteria} | {c.id for c in TASK.agent_rubric.criteria}
+    ids = {c.id for c in TASK.harness_rubric.criteria if c.applies_to("probe")} | {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
     assert set(out) == ids
     return out
 
