@@ -160,7 +160,9 @@ def test_calibration_declares_the_target_and_the_hidden_tool_mutants() -> None:
 
 def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
     links = {(link.harness, link.agent) for link in TASK.harness_rubric.links}
-    assert {a for _, a in links} == {c.id for c in TASK.agent_rubric.criteria}
+    assert {a for _, a in links} == {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")}
+    # the live-only judged reply criterion takes no link and no calibration entry
+    assert {c.id for c in TASK.agent_rubric.criteria if not c.applies_to("probe")} == {"A3-replies-match-desk-results"}
     assert (H1, A1) in links and (H1, A2) in links and (H3, A1) in links and (H3, A2) in links
 
 
