@@ -60,7 +60,9 @@ def test_pack_has_three_resumed_turns_and_triggers_in_turn_three() -> None:
 
 
 def test_every_agent_criterion_is_linked() -> None:
-    assert {c.id for c in TASK.agent_rubric.criteria} <= {link.agent for link in TASK.harness_rubric.links}
+    assert {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")} <= {link.agent for link in TASK.harness_rubric.links}
+    # the live-only judged reply criterion takes no link and no calibration entry
+    assert {c.id for c in TASK.agent_rubric.criteria if not c.applies_to("probe")} == {"A3-replies-match-outputs"}
 
 
 def test_verdicts(tmp_path: Path) -> None:
