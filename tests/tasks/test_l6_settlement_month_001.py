@@ -109,7 +109,9 @@ def test_calibration_declares_both_compaction_mutants() -> None:
 
 
 def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
-    assert {c.id for c in TASK.agent_rubric.criteria} <= {link.agent for link in TASK.harness_rubric.links}
+    assert {c.id for c in TASK.agent_rubric.criteria if c.applies_to("probe")} <= {link.agent for link in TASK.harness_rubric.links}
+    # the live-only judged reply criterion takes no link and no calibration entry
+    assert {c.id for c in TASK.agent_rubric.criteria if not c.applies_to("probe")} == {"A3-replies-match-outputs"}
 
 
 def test_scripts_print_what_the_truth_holds(tmp_path: Path) -> None:
