@@ -213,8 +213,10 @@ def test_calibration_declares_the_target_and_the_lost_turn_mutant() -> None:
 def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
     pack = load_task(PACK)
     harness, agent = pack.harness_rubric, pack.agent_rubric
-    assert {c.id for c in agent.criteria} == {A1, A2, A3}
-    assert {c.id for c in agent.criteria} <= {link.agent for link in harness.links}
+    assert {c.id for c in agent.criteria if c.applies_to("probe")} == {A1, A2, A3}
+    assert {c.id for c in agent.criteria if c.applies_to("probe")} <= {link.agent for link in harness.links}
+    # the live-only judged reply criterion takes no link and no calibration entry
+    assert {c.id for c in agent.criteria if not c.applies_to("probe")} == {"A4-reply-gives-posting-id"}
     assert {(link.harness, link.agent) for link in harness.links} >= {(H1, A1), (H1, A2), (H1, A3), (H4, A3)}
     assert {c.id: c.role for c in harness.criteria} == {H1: "core", H2: "core", H3: "diagnostic", H4: "core"}
 
