@@ -176,7 +176,9 @@ def test_every_agent_criterion_is_linked_to_a_harness_criterion() -> None:
     pack = load_task(PACK)
     harness, agent = pack.harness_rubric, pack.agent_rubric
     linked = {link.agent for link in harness.links}
-    assert {c.id for c in agent.criteria} <= linked
+    assert {c.id for c in agent.criteria if c.applies_to("probe")} <= linked
+    # the live-only judged reply criterion takes no link and no calibration entry
+    assert {c.id for c in agent.criteria if not c.applies_to("probe")} == {"A3-reply-gives-shown-reference"}
     assert {(link.harness, link.agent) for link in harness.links} >= {(H1, A1), (H1, A2)}
     roles = {c.id: c.role for c in harness.criteria}
     assert roles == {H1: "core", H2: "core", H3: "diagnostic"}
