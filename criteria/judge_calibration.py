@@ -9,7 +9,8 @@ cases, so a judge that always says "holds" (or always "does not hold") cannot ag
 :func:`calibrate_judge` asks a judge about every gold item with the run's own fixed prompt
 (:func:`criteria.judge.prompt_messages`), parses the answer with the run's own strict parser (a
 citation outside the packet is malformed), resolves it as a run would (state 1 without a citation
-is 0), and reports agreement and Cohen's κ per layer and per kind. A judge is **calibrated** when
+is 0), and reports agreement and Cohen's κ per layer and per kind, on the verdict a run would record
+(harness states 0 and 3 both fail; 2 is "not exercised"). A judge is **calibrated** when
 every layer of the gold set reaches :data:`THRESHOLD` agreement; until then the reports label its
 semantic verdicts "uncalibrated" (:func:`judge_status`, read from the committed record
 ``ci/judge/calibrations.json`` that ``tracetrial judge-calibrate --record`` writes).
@@ -186,6 +187,16 @@ def cohen_kappa(pairs: list[tuple[Any, Any]]) -> float | None:
     return round((observed - chance) / (1.0 - chance), 4)
 
 
+def verdict_class(layer: str, state: int) -> str:
+    """What a state means for the score: harness 0 and 3 both fail the criterion (3 says the harness
+    faulted), 2 defers to the agent gate; so agreement is on the verdict a run would record."""
+    if state == 1:
+        return "holds"
+    if layer == "harness" and state == 2:
+        return "not_exercised"
+    return "fails"
+
+
 def judge_item(item: GoldItem, judge: Judge) -> ItemOutcome:
     """Ask ``judge`` about one item exactly as a run would, and compare with the gold state."""
     try:
@@ -197,12 +208,13 @@ def judge_item(item: GoldItem, judge: Judge) -> ItemOutcome:
     # A run resolves "holds" without a citation to 0 (no supporting evidence): so does calibration.
     state = 0 if parsed.state == 1 and not parsed.citations else parsed.state
     return ItemOutcome(id=item.id, layer=item.layer, kind=item.kind, expected=item.expected, state=state,
-                       error=None, agreed=state == item.expected)
+                       error=None, agreed=verdict_class(item.layer, state) == verdict_class(item.layer, item.expected))
 
 
 def agreement(group: str, outcomes: list[ItemOutcome]) -> Agreement:
     """Agreement and κ of ``outcomes``; an invalid answer is its own category (never agreement)."""
-    pairs = [(o.expected, o.state if o.state is not None else "invalid") for o in outcomes]
+    pairs = [(verdict_class(o.layer, o.expected),
+              verdict_class(o.layer, o.state) if o.state is not None else "invalid") for o in outcomes]
     n = len(outcomes)
     agreed = sum(1 for o in outcomes if o.agreed)
     return Agreement(group=group, n=n, agreed=agreed, invalid=sum(1 for o in outcomes if o.state is None),

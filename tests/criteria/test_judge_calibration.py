@@ -237,3 +237,14 @@ def test_the_committed_gold_set_covers_each_kind_and_matches_the_packs() -> None
         assert item.refs() and not item.packet["empty_selection"], item.id
     text = (REPO / "ci" / "judge" / "gold.json").read_text()
     assert "/tmp/" not in text and "/root/" not in text and "/work/" not in text
+
+
+def test_agreement_is_on_the_verdict_a_run_records() -> None:
+    from criteria.judge_calibration import agreement, verdict_class
+
+    assert verdict_class("harness", 0) == verdict_class("harness", 3) == "fails"
+    assert verdict_class("harness", 2) == "not_exercised" and verdict_class("agent", 1) == "holds"
+    from criteria.judge_calibration import ItemOutcome
+
+    fault = ItemOutcome(id="x", layer="harness", kind="notice", expected=0, state=3, error=None, agreed=True)
+    assert agreement("harness", [fault]).agreed == 1
