@@ -625,10 +625,13 @@ def test_task_declares_the_mutant_flips_and_a_wall_clock_below_the_shell_timeout
 
 
 def test_rubrics_match_the_verifier_and_link_both_harness_criteria_to_a1() -> None:
-    harness, agent = TASK.harness_rubric, TASK.agent_rubric
+    harness, agent = TASK.harness_rubric.for_protocol("probe"), TASK.agent_rubric.for_protocol("probe")
     assert [c.id for c in harness.criteria] == [H1, H2] and [c.id for c in agent.criteria] == [A1, A2]
     assert {(link.harness, link.agent) for link in harness.links} == {(H1, A1), (H2, A1)}
     assert all(c.rule.kind == "verifier" and c.role == "core" for c in harness.criteria + agent.criteria)
+    # live-only judged criteria (left out of probe runs): the wait notice and the final reply
+    live = [c.id for c in TASK.harness_rubric.criteria + TASK.agent_rubric.criteria if not c.applies_to("probe")]
+    assert live == ["H3-wait-notice-reads-as-unfinished", "A3-reply-reports-not-applied"]
 
 
 def test_selftest_passes() -> None:
