@@ -22,6 +22,7 @@ shapes::
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,9 +125,11 @@ def load_price_catalogue(path: Path | None) -> PriceCatalogue:
 
 
 def find_price_catalogue(output: Path) -> Path | None:
-    """The catalogue frozen with the archive (``<output>/models.yaml``), else the repository's."""
-    for candidate in (Path(output) / "models.yaml", Path(__file__).resolve().parents[1] / "models.yaml",
-                      Path.cwd() / "models.yaml"):
+    """The catalogue frozen with the archive (``<output>/models.yaml``), else the registry the run
+    used (``$TT_MODELS_FILE``), else the repository's."""
+    override = os.environ.get("TT_MODELS_FILE")
+    for candidate in (Path(output) / "models.yaml", *([Path(override)] if override else []),
+                      Path(__file__).resolve().parents[1] / "models.yaml", Path.cwd() / "models.yaml"):
         if candidate.is_file():
             return candidate
     return None

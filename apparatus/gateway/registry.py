@@ -137,6 +137,17 @@ class RouteInfo(FrozenModel):
     key_env: str | None
 
 
+#: Env var naming another registry file: a user's own aliases (a provider behind a proxy, a local
+#: OpenAI-compatible server) without editing the repository's ``models.yaml``.
+REGISTRY_ENV = "TT_MODELS_FILE"
+
+
+def registry_path() -> Path:
+    """``$TT_MODELS_FILE`` when set, else the repository's ``models.yaml``."""
+    override = os.environ.get(REGISTRY_ENV)
+    return Path(override) if override else DEFAULT_REGISTRY_PATH
+
+
 class ModelRegistry(FrozenModel):
     """Every alias of ``models.yaml``."""
 
@@ -145,8 +156,8 @@ class ModelRegistry(FrozenModel):
 
     @classmethod
     def load(cls, path: Path | None = None) -> ModelRegistry:
-        """Read and validate ``models.yaml`` (default: the repository root's)."""
-        path = path or DEFAULT_REGISTRY_PATH
+        """Read and validate ``models.yaml`` (default: :func:`registry_path`)."""
+        path = path or registry_path()
         try:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as e:
