@@ -354,19 +354,13 @@ class OpenClawAdapter(CliAdapter):
         if uses_gateway(ctx):
             return self.gateway_argv(ctx, turn, resume)
         if resume is None and self.surface().agent_exec:
-            # ``agent exec`` with a deadline (``--timeout``) or a tool-call cap takes a
-            # "required-all" process-tree cleanup scope, and OpenClaw's process supervisor refuses a
-            # PTY inside one ("PTY is unavailable when execution requires process-tree cleanup"):
-            # a task that needs a terminal runs without OpenClaw's own deadline, so its ``exec
-            # {pty}`` is measured; the runner's deadline still bounds the turn (process group kill).
-            deadline = [] if "tty" in ctx.task.spec.tools else ["--timeout", str(own)]
             return [
                 str(binary), "agent", "exec",
                 "--config", str(self.state_dir(ctx) / "openclaw.json"),
                 "--model", model,
                 "--cwd", str(ctx.workspace),
                 "--json",
-                *deadline,
+                "--timeout", str(own),
                 "--state-dir", str(self.state_dir(ctx)),
                 "--message-file", str(prompt),
             ]  # fmt: skip

@@ -8,8 +8,6 @@ the archive kept."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import json
 import os
 import threading
@@ -139,19 +137,6 @@ def test_flags_fresh_exec_and_native_resume(tmp_path: Path) -> None:
     assert resume[1:3] == ["agent", "--local"] and resume[resume.index("--session-id") + 1] == "sess-1"
     assert resume[-2:] == ["--message-file", str(ctx.home / "tt-prompts" / "turn-2.txt")]
     assert resume[resume.index("--timeout") + 1] == "1"
-
-
-@needs_openclaw
-def test_a_task_that_needs_a_terminal_runs_agent_exec_without_its_own_deadline(tmp_path: Path) -> None:
-    """OpenClaw refuses ``exec {pty}`` under the process-tree cleanup scope that ``agent exec
-    --timeout`` takes: a ``tools: [tty]`` task drops OpenClaw's deadline (the runner's still holds)."""
-    ctx = make_ctx(tmp_path)
-    ctx.task = dataclasses.replace(ctx.task, spec=ctx.task.spec.model_copy(update={"tools": ["shell", "tty"]}))
-    fresh = OpenClawAdapter().argv(ctx, TurnContext(1, "x", None, 60), None)
-    assert fresh[1:3] == ["agent", "exec"] and "--timeout" not in fresh
-    assert fresh[-2:] == ["--message-file", str(ctx.home / "tt-prompts" / "turn-1.txt")]
-    plain = OpenClawAdapter().argv(make_ctx(tmp_path / "plain"), TurnContext(1, "x", None, 60), None)
-    assert plain[plain.index("--timeout") + 1] == "55"
 
 
 def test_the_surface_is_read_from_the_real_agent_help() -> None:
