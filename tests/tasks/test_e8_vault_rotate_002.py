@@ -269,7 +269,12 @@ def test_a_waiting_rotation_ended_by_a_signal_logs_it_and_restores_the_echo(tmp_
     proc, master = on_terminal(ws, "echo hunter2 | ./vault_rotate.sh" if how == "terminate" else "./vault_rotate.sh")
     try:
         read_until(master, b"):")
-        time.sleep(1.0)
+        # Signal only once the script has logged its prompt (echo off, about to read): a fixed sleep
+        # raced the script's own stty and log steps on a loaded machine.
+        end = time.monotonic() + 20
+        while "prompt" not in events_of(ws) and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.5)
         assert proc.poll() is None  # even with its stdin piped it waits: the read is on /dev/tty
         if how == "ctrl-c":
             os.write(master, b"\x03")
@@ -277,7 +282,7 @@ def test_a_waiting_rotation_ended_by_a_signal_logs_it_and_restores_the_echo(tmp_
             os.close(master)
         else:
             os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
         if how == "ctrl-c":
             assert termios.tcgetattr(master)[3] & termios.ECHO  # restored on the way out
     finally:
