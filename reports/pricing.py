@@ -22,13 +22,13 @@ shapes::
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from apparatus.gateway.registry import DEFAULT_REGISTRY_PATH, registry_path
 from tracetrial.trace import TokenUsage
 
 _PRICE_KEYS = ("input", "cache_read", "cache_write", "output")
@@ -127,9 +127,8 @@ def load_price_catalogue(path: Path | None) -> PriceCatalogue:
 def find_price_catalogue(output: Path) -> Path | None:
     """The catalogue frozen with the archive (``<output>/models.yaml``), else the registry the run
     used (``$TT_MODELS_FILE``), else the repository's."""
-    override = os.environ.get("TT_MODELS_FILE")
-    for candidate in (Path(output) / "models.yaml", *([Path(override)] if override else []),
-                      Path(__file__).resolve().parents[1] / "models.yaml", Path.cwd() / "models.yaml"):
+    for candidate in (Path(output) / "models.yaml", registry_path(), DEFAULT_REGISTRY_PATH,
+                      Path.cwd() / "models.yaml"):
         if candidate.is_file():
             return candidate
     return None
