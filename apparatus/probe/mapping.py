@@ -484,6 +484,45 @@ def _deferred_spawn_plan(inv: Inventory, action: SpawnSubagent, deferred: Sequen
     return Plan(tuple(calls), via="tool_search", notes=tuple(notes))
 
 
+#: Open placeholders for a free-text question put to a multiple-choice ask tool: an ideal agent
+#: that does not know the answer offers no guesses, and these tools always let the user type
+#: their own answer instead (Claude Code's "Other").
+OPEN_CHOICES = (("Type the answer", "None of these: answer in your own words"),
+                ("Not known yet", "I cannot say yet"))
+
+
+def ask_arguments(tool: ToolDecl, question: str) -> tuple[dict[str, Any], list[str]]:
+    """Arguments asking ``question`` through ``tool``: a multiple-choice ``{questions: [...]}``
+    tool (Claude Code ``AskUserQuestion``, Codex ``request_user_input``) gets one question in its
+    own form, with open placeholders where its schema requires options; else the generic fill."""
+    questions = (tool.schema.get("properties") or {}).get("questions")
+    item = questions.get("items") if isinstance(questions, dict) else None
+    props = item.get("properties") if isinstance(item, dict) else None
+    if not isinstance(item, dict) or not isinstance(props, dict) or "question" not in props:
+        return shape_arguments(tool, {"question": question})
+    q: dict[str, Any] = {"question": question}
+    notes: list[str] = []
+    if "id" in props:
+        q["id"] = "q1"
+    if "header" in props:
+        limit = props["header"].get("maxLength", 12) if isinstance(props["header"], dict) else 12
+        q["header"] = "Question"[:limit]
+    options = props.get("options")
+    if isinstance(options, dict):
+        need = max(int(options.get("minItems", 0) or 0), 2 if "options" in (item.get("required") or []) else 0)
+        if need:
+            kind = (options.get("items") or {}).get("type")
+            q["options"] = [{"label": label, "description": text} if kind != "string" else label
+                            for label, text in OPEN_CHOICES[:need]]
+            if need > len(OPEN_CHOICES):
+                q["options"] += [f"Option {i + 1}" for i in range(len(OPEN_CHOICES), need)]
+            notes.append(f"free-text question: {tool.display} requires {need}+ options, so open placeholders "
+                         "were offered and the user answers in their own words")
+    if "multiSelect" in props:
+        q["multiSelect"] = False
+    return {"questions": [q]}, notes
+
+
 def _ask_tool(inv: Inventory) -> ToolDecl | None:
     tool = inv.first(ASK_TOOLS)
     if tool is not None:
@@ -530,7 +569,7 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
         tool = _ask_tool(inv)
         if tool is None:
             return _absent("an ask-user tool (AskUserQuestion, request_user_input, ask_user)")
-        args, notes = shape_arguments(tool, {"question": action.question})
+        args, notes = ask_arguments(tool, action.question)
         return Plan((PlannedCall(tool, args),), notes=tuple(notes))
     if isinstance(action, Wait):
         return _shell_plan(inv, f"sleep {_seconds(action.seconds)}",

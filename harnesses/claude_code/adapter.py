@@ -6,6 +6,7 @@ Per turn::
            (--session-id <uuid> | --resume <id>)
            (--dangerously-skip-permissions | --allowedTools mcp__<server> ...)
            [--mcp-config <home>/tt-mcp.json --strict-mcp-config]
+           [--permission-prompt-tool mcp__tt_user__prompt]   (tasks with ask_user)
            --max-turns <budget left> -- <text>   </dev/null
 
 with a clean environment: per-run ``HOME``/``TMPDIR``/``CLAUDE_CODE_TMPDIR`` inside
@@ -22,7 +23,9 @@ the N-th it runs that response's tools and stops (``result`` subtype ``error_max
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import ClassVar
@@ -78,6 +81,17 @@ def max_turns(ctx: RunContext, turn: TurnContext) -> int:
     return max(ctx.task.spec.budgets.max_model_calls - used, 1)
 
 
+#: The permission-prompt MCP server that opens Claude Code's ask-user channel in a headless run
+#: (``harnesses.claude_code.ask_user_mcp``; not imported here, it runs as its own process).
+ASK_SERVER = "tt_user"
+ASK_PROMPT_TOOL = f"mcp__{ASK_SERVER}__prompt"
+
+
+def _asks_user(ctx: RunContext) -> bool:
+    """The task's work needs the user's answer (``ask_user`` among its tools)."""
+    return "ask_user" in ctx.task.spec.tools
+
+
 #: Tools pre-approved in native permission mode (the task's deny rules still apply).
 ROUTINE_TOOLS = ("Bash", "Read", "Write", "Edit")
 
@@ -88,7 +102,7 @@ class ClaudeCodeAdapter(CliAdapter):
     name: ClassVar[str] = "claude_code"
     wire_format: ClassVar[WireFormat] = "anthropic"
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=True
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=True, native_permissions=True
     )
     install_hint: ClassVar[str] = install_hint("claude_code")
     binary_name: ClassVar[str] = "claude"
@@ -115,7 +129,7 @@ class ClaudeCodeAdapter(CliAdapter):
             # The task's context window (its trigger is context pressure): Claude Code compacts
             # proactively against this window once the reported prompt size nears it.
             extra["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(window)
-        if ctx.mcp_servers:
+        if ctx.mcp_servers or _asks_user(ctx):
             # Claude Code connects MCP servers without waiting by default, so a slow server start
             # can leave the task's tools out of the first request (seen on --resume turns).
             # Waiting for them is its own setting, the counterpart of Codex's `required = true`.
@@ -123,18 +137,29 @@ class ClaudeCodeAdapter(CliAdapter):
         return clean_env(extra, home=ctx.home)
 
     def _mcp_flags(self, ctx: RunContext) -> list[str]:
-        if not ctx.mcp_servers:
-            return []
-        config = {
-            "mcpServers": {
-                s.name: {"type": "stdio", "command": s.command, "args": list(s.args), "env": dict(s.env)}
-                for s in ctx.mcp_servers
-            }
+        servers: dict[str, dict[str, object]] = {
+            s.name: {"type": "stdio", "command": s.command, "args": list(s.args), "env": dict(s.env)}
+            for s in ctx.mcp_servers
         }
+        flags: list[str] = []
+        if _asks_user(ctx):
+            # Headless Claude Code declares AskUserQuestion only when a permission-prompt tool
+            # answers for the user; ours relays the questions to the simulated user and refuses
+            # everything else as ``-p`` does on its own (harnesses.claude_code.ask_user_mcp).
+            # It reads the pack and writes the private ledger, so it runs on the host.
+            cmd = ctx.sandbox.host_command(
+                [sys.executable, "-m", "harnesses.claude_code.ask_user_mcp", "--task", str(ctx.task.root),
+                 "--run-private", str(ctx.paths.private)],
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                stderr=ctx.paths.private / f"{ASK_SERVER}.stderr", name=ASK_SERVER)
+            servers[ASK_SERVER] = {"type": "stdio", "command": cmd[0], "args": cmd[1:], "env": {}}
+            flags += ["--permission-prompt-tool", ASK_PROMPT_TOOL]
+        if not servers:
+            return []
         path = ctx.home / "tt-mcp.json"
-        path.write_text(json.dumps(config, indent=1), encoding="utf-8")
+        path.write_text(json.dumps({"mcpServers": servers}, indent=1), encoding="utf-8")
         shutil.copy2(path, ctx.paths.native / "claude-mcp-config.json")
-        return ["--mcp-config", str(path), "--strict-mcp-config"]
+        return ["--mcp-config", str(path), "--strict-mcp-config", *flags]
 
     def _permission_flags(self, ctx: RunContext) -> list[str]:
         if ctx.permission_mode == "bypass":

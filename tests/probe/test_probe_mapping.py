@@ -217,3 +217,30 @@ def test_a_terminal_is_asked_for_through_the_tools_own_option_or_noted_as_not_tr
     assert "tty" not in plain.calls[0].arguments
     assert shell("x").describe() == {"kind": "shell", "command": "x", "timeout_s": None}
     assert shell("x", tty=True).describe()["tty"] is True
+
+
+def test_a_free_text_question_through_a_multiple_choice_ask_tool() -> None:
+    # Claude Code 2.1.220's AskUserQuestion requires 2-4 options per question (its own validation
+    # rejected a single-option call in a real cell): the probe offers two open placeholders and
+    # the user answers in their own words ("Other").
+    from apparatus.probe.mapping import OPEN_CHOICES, ask_arguments
+    from apparatus.probe.tools import ToolDecl
+
+    option = {"type": "object", "properties": {"label": {"type": "string"}, "description": {"type": "string"}}}
+    decl = ToolDecl("AskUserQuestion", schema={"type": "object", "properties": {"questions": {
+        "type": "array", "items": {"type": "object", "required": ["question", "header", "options", "multiSelect"],
+                                   "properties": {"question": {"type": "string"},
+                                                  "header": {"type": "string", "maxLength": 12},
+                                                  "options": {"type": "array", "minItems": 2, "maxItems": 4,
+                                                              "items": option},
+                                                  "multiSelect": {"type": "boolean"}}}}}})
+    args, notes = ask_arguments(decl, "Which region?")
+    q = args["questions"][0]
+    assert q["question"] == "Which region?" and len(q["header"]) <= 12 and q["multiSelect"] is False
+    assert [o["label"] for o in q["options"]] == [label for label, _ in OPEN_CHOICES]
+    assert notes and "open placeholders" in notes[0]
+    # the reference's plain ask_user {question, options?} keeps the generic form
+    plain = ToolDecl("ask_user", schema={"type": "object", "properties": {
+        "question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}},
+        "required": ["question"]})
+    assert ask_arguments(plain, "Which region?")[0] == {"question": "Which region?"}
