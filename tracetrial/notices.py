@@ -25,8 +25,9 @@ _STATEMENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(?i){_VERB}\s+{_N}\s+of\s+{_N}\s+{_UNIT}"), "omitted_of"),
     # "showing the first 16384 of 170811 bytes"
     (re.compile(rf"(?i)showing\s+(?:the\s+)?(?:first\s+|last\s+)?{_N}\s+of\s+{_N}\s+{_UNIT}"), "shown_of"),
-    # "154427 bytes omitted", "[20345 characters truncated]", "…42000 tokens truncated…"
-    (re.compile(rf"(?i){_N}\s+{_UNIT}\s+(?:were\s+|have\s+been\s+|are\s+)?{_VERB}"), "omitted"),
+    # "154427 bytes omitted", "[20345 characters truncated]", "…42000 tokens truncated…",
+    # OpenClaw's "[... 36086 more characters truncated; rerun with narrower args if needed]"
+    (re.compile(rf"(?i){_N}\s+(?:more\s+)?{_UNIT}\s+(?:were\s+|have\s+been\s+|are\s+)?{_VERB}"), "omitted"),
     # "truncated 1200 lines" (not followed by "of")
     (re.compile(rf"(?i){_VERB}:?\s+{_N}\s+{_UNIT}(?!\s+of\b)"), "omitted_rev"),
     # Claude Code: "Output too large (166.8KB)"; its Read tool: "File content (320.5KB) exceeds ..."

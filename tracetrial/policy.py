@@ -74,7 +74,7 @@ from tracetrial.handlers import Call, Reply
 __all__ = [
     "Action", "AskUser", "Call", "Reply", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
     "ProviderError", "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "CallView", "Wait", "WriteFile",
-    "MCP_WAITS", "MCP_WAIT_TOOL", "ask_user", "await_mcp", "call_tool", "edit_file", "final", "native_tool", "provider_error", "read_file",
+    "MCP_WAITS", "MCP_WAIT_TOOL", "ask_user", "await_mcp", "call_tool", "edit_file", "final", "learn_schema", "native_tool", "provider_error", "read_file",
     "shell", "shell_state_declared", "spawn_subagent", "wait", "write_file",
 ]
 
@@ -480,6 +480,25 @@ def await_mcp(turn: Turn, server: str, waits: int = MCP_WAITS) -> Generator[Nati
         if MCP_WAIT_TOOL not in turn.tool_names or any(server in name for name in turn.tool_names):
             return
         yield native_tool(MCP_WAIT_TOOL, {"servers": [server]})
+
+
+def learn_schema(turn: Turn, tool: str) -> Generator[NativeTool, Observation, None]:
+    """What an ideal agent does before sending exact values to MCP tool ``tool`` when the harness
+    keeps its MCP tools behind a dispatcher and lists them without their input: use with
+    ``yield from learn_schema(turn, "create_invoice")``.
+
+    OpenClaw 2026.9.6 declares no MCP tool; its ``tool_search`` lists one with ``"input":
+    "unknown"`` and its ``tool_describe {id}`` answers with the tool's schema (``parameters``).
+    The agent searches for ``tool``, then describes the entry the listing named. With a harness
+    that declares the tool itself, or declares no describe tool, nothing is yielded.
+    """
+    names = set(turn.tool_names)
+    if not {"tool_search", "tool_describe"} <= names or any(n.endswith(tool) for n in names):
+        return
+    found = yield native_tool("tool_search", {"query": tool})
+    tool_id = found.find(rf'"id":\s*"([^"]*{re.escape(tool)})"')
+    if tool_id:
+        yield native_tool("tool_describe", {"id": tool_id})
 
 
 PolicyFn = Callable[[Turn], Generator[Action, Observation, Any]]

@@ -43,7 +43,12 @@ KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
 #: Only environment-style UPPER_CASE names count: prose such as "stamp token: X" is not a
 #: credential assignment.
 ASSIGNMENT_PATTERN = re.compile(
-    r"(\b(?:[A-Z][A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)\s*[=:]\s*)([^\s'\",]{8,})"
+    r"(\b(?:[A-Z][A-Z0-9_]*_)?(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)\s*[=:]\s*)"
+    # The value ends at whitespace, a quote or a comma, and also at a JSON escape (``\n``, ``\"``...):
+    # the archive redacts raw JSON/JSONL text, where an escaped newline is not part of the value
+    # (without this stop "TOKEN=abc…\n==> next" lost the text after the newline). An escaped
+    # backslash (``\\``) stays part of the value.
+    r"((?:[^\s'\",\\]|\\\\|\\(?![nrtbfu\"/\\])){8,})"
 )
 
 #: Mapping keys whose values are always dropped (auth material).

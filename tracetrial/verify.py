@@ -484,6 +484,39 @@ class VerifierContext:
                 return "\n".join(p for p in parts if p), f"request {req.get('index')}"
         return None, "no answered request declares it"
 
+    def described_schemas(self, tool: str) -> list[tuple[Any, dict[str, Any]]]:
+        """``[(request index, input schema)]``: the schemas of ``tool`` that a describe tool's
+        delivered result showed the model (OpenClaw's ``tool_describe`` answers with the tool's
+        entry, ``parameters`` included, for a tool its ``tool_search`` lists as ``"input":
+        "unknown"``). Every JSON object in a delivered result whose ``name`` or ``label`` is the
+        tool (compared as :func:`bare_tool_name` spells it) and that carries ``parameters`` /
+        ``inputSchema`` / ``input_schema``; each delivered result once."""
+        want = norm_id(bare_tool_name(tool))
+        found: list[tuple[Any, dict[str, Any]]] = []
+        seen: set[str] = set()
+        decoder = json.JSONDecoder()
+        for d in self.deliveries(content=bare_tool_name(tool)):
+            key = f"{norm_id(d.call_id)}:{len(d.content)}"
+            if key in seen:
+                continue
+            seen.add(key)
+            text, pos = d.content, 0
+            while (start := text.find("{", pos)) >= 0:
+                try:
+                    value, end = decoder.raw_decode(text, start)
+                except ValueError:
+                    pos = start + 1
+                    continue
+                pos = end
+                if not isinstance(value, dict):
+                    continue
+                names = {norm_id(bare_tool_name(str(value.get(k) or ""))) for k in ("name", "label")}
+                schema = next((value[k] for k in ("parameters", "inputSchema", "input_schema")
+                               if isinstance(value.get(k), dict)), None)
+                if want in names and schema is not None:
+                    found.append((d.index, schema))
+        return found
+
     def scripted_turns(self, task_id: str) -> tuple[list[str] | None, str | None]:
         """The run's user messages as scripted, from the pack snapshot in the archive: turn 1 is
         ``prompt.md``, the rest ``turns.json``'s ``user`` texts. ``(None, reason)`` if unreadable."""

@@ -25,6 +25,12 @@ def test_wordings() -> None:
     assert size_statements("no notice here") == []
 
 
+def test_openclaw_more_characters_wording() -> None:
+    # OpenClaw 2026.9.6 ends a cut exec result with this notice (C1-ticket-export-001, real cell)
+    notice = "…08470513[... 36060 more characters truncated; rerun with narrower args if needed]"
+    assert [(s["kind"], s["value"], s["unit"]) for s in size_statements(notice)] == [("omitted", 36060, "bytes")]
+
+
 def test_one_statement_matched_by_two_wordings_counts_once() -> None:
     assert len(size_statements("[truncated 1200 lines]")) == 1
 
