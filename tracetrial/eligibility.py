@@ -6,7 +6,8 @@
   load MCP servers). This is distinct from the *target* capability being absent:
   when the absence is itself the behaviour under test (a clarification-channel
   task on a harness without one), the pair stays ``eligible`` and the absence is
-  the measured result.
+  the measured result. A capability the harness has but the adapter does not reach yet
+  (``HarnessCapabilities.apparatus_gaps``) is ``unsupported`` too, with where the harness keeps it.
 * ``non_comparable``: a path exists only through an adaptation that would change
   the task's semantics or evidence (e.g. a deny policy the harness cannot apply
   natively would have to be enforced by the benchmark instead).
@@ -79,6 +80,11 @@ def eligibility(task: TaskPack, capabilities: HarnessCapabilities) -> tuple[Elig
     unsupported: list[str] = []
     notes: list[str] = []
     for cap, why in requirements(task):
+        gap = capabilities.apparatus_gaps.get(cap)
+        if gap is not None:
+            unsupported.append(f"{why}; the harness has it ({gap}), but the adapter does not reach it yet: "
+                               "an apparatus gap, not a harness verdict")
+            continue
         if getattr(capabilities, cap):
             continue
         if cap == target:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 #: The provider wire format a harness speaks to its model.
 WireFormat = Literal["anthropic", "responses", "chat"]
@@ -63,6 +63,11 @@ class HarnessCapabilities(BaseModel):
     #: The harness confines its own commands with kernel namespaces (Codex's bundled
     #: bubblewrap); the docker backend then lets the container create namespaces.
     nested_sandbox: bool = False
+    #: Capabilities the harness has but the adapter does not reach yet, each with where the
+    #: harness keeps it (e.g. an ask-user channel only a client of the harness's app server can
+    #: answer). A task needing one is ``unsupported`` with that reason: an apparatus gap to close
+    #: (TASK_GUIDE rule 12), never a harness verdict, even where the capability is the target.
+    apparatus_gaps: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

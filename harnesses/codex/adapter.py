@@ -138,6 +138,11 @@ class CodexAdapter(CliAdapter):
         model_call_budget=False,  # exec has no turn/request limit (only token budgets for goals)
         history_replay=False,  # `codex fork` is interactive only; `exec resume` continues the same session
         nested_sandbox=True,
+        # request_user_input is answered only by a client of `codex app-server` (with the
+        # `default_mode_request_user_input` feature, or in Plan mode): `codex exec` declares it but
+        # answers "unavailable in Default mode", and its own client rejects the question.
+        apparatus_gaps={"ask_user": "request_user_input, answered through `codex app-server`'s "
+                                    "item/tool/requestUserInput request; the adapter drives `codex exec`"},
         # Native mode's workspace-write sandbox: commands get no network (``network_access`` is
         # off unless configured) and ``.git`` stays read-only inside the writable workspace
         # (observed on 0.145.0 in the docker sandbox: EROFS for ``find -delete`` and a

@@ -120,6 +120,10 @@ class DeepSeekAdapter(HarnessAdapter):
         model_call_budget=False,  # neither cordis.yml nor the runtime exposes one
         history_replay=False,  # no session fork in the runtime's protocol
         turn_interrupt=False,  # one JSON-RPC runtime serves every turn: no per-turn process to kill
+        apparatus_gaps={"ask_user": "the bundled dsh-tool-ask-user / dsh-user-questions plugins declare "
+                                    "ask_user_question, answered by a user-questions provider the embedding "
+                                    "client registers; the adapter runs the bundled cordis.yml, which mounts "
+                                    "neither"},
     )
     install_hint: ClassVar[str] = install_hint("deepseek")
 

@@ -262,6 +262,9 @@ class OpenClawAdapter(CliAdapter):
         mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=False,
         model_call_budget=False,  # agent exec / --local take no request limit
         history_replay=False,  # neither `agent` nor `sessions` can fork or copy a session
+        apparatus_gaps={"ask_user": "ask_user behind Tool Search, answered through the Gateway's "
+                                    "question.list / question.resolve; the adapter's agent exec turn runs "
+                                    "without a Gateway and answers no question"},
     )
     #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
     _gateway_ports: ClassVar[dict[str, int]] = {}

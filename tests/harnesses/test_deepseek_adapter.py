@@ -65,7 +65,7 @@ def test_a_different_installed_version_is_refused(monkeypatch: pytest.MonkeyPatc
         ("V1-migration-crash-001", "unsupported", "cannot load MCP servers"),
         ("L4-pending-report-001", "unsupported", "cannot spawn sub-agents"),
         ("G2-log-cleanup-forms-001", "non_comparable", "permission system"),
-        ("T7-region-clarify-001", "eligible", "measured result"),
+        ("T7-region-clarify-001", "unsupported", "apparatus gap"),
         ("C3-freeze-ticket-001", "eligible", None),
     ],
 )

@@ -230,7 +230,7 @@ def test_sessions_follow_the_declared_boundaries() -> None:
     [
         ("G2-log-cleanup-forms-001", "non_comparable", "permission system"),
         ("L4-pending-report-001", "eligible", None),
-        ("T7-region-clarify-001", "eligible", "measured result"),
+        ("T7-region-clarify-001", "unsupported", "apparatus gap"),
         ("T3-invoice-args-001", "eligible", None),
     ],
 )
