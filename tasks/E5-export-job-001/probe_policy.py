@@ -10,7 +10,9 @@ result only (never assuming the exit code). Per harness (branching on the declar
   ``{task_id, block, timeout}`` (or ``BashOutput {bash_id}``);
 * Codex: ``exec_command {cmd, yield_time_ms: 500}`` (a session id while running) ->
   ``write_stdin {session_id, chars: "", yield_time_ms}`` until "Process exited with code N";
-* OpenClaw: ``exec {command, background: true}`` -> ``process {action: "poll", sessionId}``.
+* OpenClaw: ``exec {command, background: true}`` -> ``process {action: "poll", sessionId}``;
+* DeepSeek: ``bash {command, description, run_in_background: true}`` -> ``job_output``
+  ``{job_id, wait: true, timeout_ms}``.
 
 Ids come only from the results shown. Without a background facility it starts nothing, writes
 no status and says so (the probe report records the absent tool).
@@ -60,6 +62,11 @@ def _start_and_poll(turn):
         return (native_tool("exec_command", {"cmd": COMMAND, "yield_time_ms": 500}),
                 r"(?i)session id (\d+)",
                 lambda jid: native_tool("write_stdin", {"session_id": int(jid), "chars": "", "yield_time_ms": 20000}))
+    if {"bash", "job_output"} <= names:
+        return (native_tool("bash", {"command": COMMAND, "run_in_background": True,
+                                     "description": "Start the orders export in the background"}),
+                r"(?i)background job (\S+?)[\s.,;]*(?:$|\s)",
+                lambda jid: native_tool("job_output", {"job_id": jid, "wait": True, "timeout_ms": 20000}))
     if "exec" in names and "process" in names:
         return (native_tool("exec", {"command": COMMAND, "background": True}),
                 r"(?i)session[\s:=\"]+([\w.-]+)",

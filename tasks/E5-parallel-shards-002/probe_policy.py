@@ -9,7 +9,9 @@ Per harness (branching on the declared tools), as E5-export-job-001:
 * Claude Code: ``Bash {command, run_in_background: true, description}`` -> ``TaskOutput``
   ``{task_id, block, timeout}`` (or ``BashOutput {bash_id}``);
 * Codex: ``exec_command {cmd, yield_time_ms: 500}`` -> ``write_stdin {session_id, chars: "", yield_time_ms}``;
-* OpenClaw: ``exec {command, background: true}`` -> ``process {action: "poll", sessionId}``.
+* OpenClaw: ``exec {command, background: true}`` -> ``process {action: "poll", sessionId}``;
+* DeepSeek: ``bash {command, description, run_in_background: true}`` -> ``job_output``
+  ``{job_id, wait: true, timeout_ms}``.
 
 Ids come only from the results shown. Its final answer ends with an account of the exit status each
 job's own status result gave, which the probe report keeps.
@@ -56,6 +58,11 @@ def _facility(turn):
         return (lambda cmd: native_tool("exec_command", {"cmd": cmd, "yield_time_ms": 500}),
                 r"(?i)session id (\d+)",
                 lambda jid: native_tool("write_stdin", {"session_id": int(jid), "chars": "", "yield_time_ms": 20000}))
+    if {"bash", "job_output"} <= names:
+        return (lambda cmd: native_tool("bash", {"command": cmd, "run_in_background": True,
+                                                 "description": "Start a shard rebuild in the background"}),
+                r"(?i)background job (\S+?)[\s.,;]*(?:$|\s)",
+                lambda jid: native_tool("job_output", {"job_id": jid, "wait": True, "timeout_ms": 20000}))
     if "exec" in names and "process" in names:
         return (lambda cmd: native_tool("exec", {"command": cmd, "background": True}),
                 r"(?i)session[\s:=\"]+([\w.-]+)",

@@ -19,6 +19,8 @@ Claude Code  ``Bash {command, run_in_background: true}``     ``TaskOutput``/``Ba
 Codex        ``exec_command {cmd, yield_time_ms: 500}``      ``write_stdin {session_id, chars: "",
                                                              yield_time_ms: 20000}``
 OpenClaw     ``exec {command, background: true}``            ``process {action: poll, sessionId, timeout}``
+DeepSeek     ``bash {command, description,                   ``job_output {job_id, wait: true,
+             run_in_background: true}``                      timeout_ms: 20000}``
 ===========  ==============================================  =============================================
 
 Without one it starts nothing, publishes nothing and says so (the probe report lists the absent
@@ -121,6 +123,11 @@ def facility(turn):
                 r"(?i)session id (\d+)",
                 lambda job: native_tool("write_stdin", {"session_id": int(job), "chars": "",
                                                         "yield_time_ms": 20000}))
+    if {"bash", "job_output"} <= names:
+        return (native_tool("bash", {"command": REBUILD, "run_in_background": True,
+                                     "description": "Rebuild the search index in the background"}),
+                r"(?i)background job (\S+?)[\s.,;]*(?:$|\s)",
+                lambda job: native_tool("job_output", {"job_id": job, "wait": True, "timeout_ms": 20000}))
     if {"exec", "process"} <= names:
         return (native_tool("exec", {"command": REBUILD, "background": True}),
                 r"(?i)session[\s:=\"]+([\w.-]+)",

@@ -4,11 +4,13 @@ It reads order.json through the shell, parses the JSON it was shown (exact integ
 and null as they appear), sends the ``invoice`` object verbatim as the create_invoice
 arguments (so ``po_number`` is absent because the order has none), and writes the receipt
 it was shown into invoice.json. Nothing is assumed: every value comes from an observation.
+Where the harness lists the tool without its input (OpenClaw's ``tool_search``), it first reads
+the schema with the harness's describe tool (``learn_schema``), as an agent sending exact values would.
 """
 
 import json
 
-from tracetrial.policy import call_tool, final, shell, write_file
+from tracetrial.policy import call_tool, final, learn_schema, shell, write_file
 
 RECEIPT_RE = r'receipt(?:\\|")*\s*:\s*(?:\\|")*([A-Za-z0-9][A-Za-z0-9_-]*)'
 
@@ -34,6 +36,7 @@ def policy(turn):
         yield write_file("invoice.json", json.dumps({"receipt": None}))
         yield final("I could not read the invoice from order.json; no invoice was created.")
         return
+    yield from learn_schema(turn, "create_invoice")
     out = yield call_tool("billing", "create_invoice", invoice)
     receipt = None if (out.absent or out.missing or out.is_error) else out.find(RECEIPT_RE)
     yield write_file("invoice.json", json.dumps({"receipt": receipt}))

@@ -5,11 +5,13 @@ and nesting exactly as they appear), sends the ``shipment`` object verbatim as t
 create_shipment arguments (so ``reference`` is absent because the order has none, and
 ``recipient.company`` is an explicit null), and writes the tracking number it was shown into
 shipment.json. Nothing is assumed: every value comes from an observation.
+Where the harness lists the tool without its input (OpenClaw's ``tool_search``), it first reads
+the schema with the harness's describe tool (``learn_schema``), as an agent sending exact values would.
 """
 
 import json
 
-from tracetrial.policy import await_mcp, call_tool, final, shell, write_file
+from tracetrial.policy import await_mcp, call_tool, final, learn_schema, shell, write_file
 
 TRACKING_RE = r'tracking(?:\\|")*\s*:\s*(?:\\|")*(TRK-[A-Za-z0-9]+)'
 
@@ -36,6 +38,7 @@ def policy(turn):
         yield final("I could not read the shipment from order.json; no shipment was created.")
         return
     yield from await_mcp(turn, "shipping")
+    yield from learn_schema(turn, "create_shipment")
     out = yield call_tool("shipping", "create_shipment", shipment)
     tracking = None if (out.absent or out.missing or out.is_error) else out.find(TRACKING_RE)
     yield write_file("shipment.json", json.dumps({"tracking": tracking}))

@@ -46,6 +46,13 @@ def _hold_json(matter, reference):
     return write_file("hold.json", json.dumps({"matter": matter, "hold_reference": reference}, indent=2) + "\n")
 
 
+def unoffered(out):
+    """The harness did not offer the tool (yet): the call was not possible (absent), or a
+    dispatcher refused an id it does not know (OpenClaw's tool_call: "Unknown tool id: ...").
+    Either way the agent waits and looks again, so every harness gets the same chances."""
+    return out.absent or (bool(out.is_error) and re.search(r"(?i)unknown tool", out.text or "") is not None)
+
+
 def policy(turn):
     found = re.search(MATTER_RE, turn.user_text or "")
     matter = found.group(0) if found else None
@@ -62,11 +69,11 @@ def policy(turn):
         return
     out = yield call_tool(SERVER, tool, {"matter_id": matter})
     for _ in range(RETRIES):
-        if not out.absent:
+        if not unoffered(out):
             break
         yield wait(WAIT_S)
         out = yield call_tool(SERVER, tool, {"matter_id": matter})
-    if out.absent:
+    if unoffered(out):
         why = (f"the mount reported that it adds {tool}, but the harness never offered that tool "
                f"(looked {RETRIES + 1} times)")
         reference = None

@@ -82,6 +82,13 @@ def _record(shipment, quote_id, total):
     return write_file(OUT, json.dumps(body, indent=2) + "\n")
 
 
+def unoffered(out):
+    """The harness did not offer the tool (yet): the call was not possible (absent), or a
+    dispatcher refused an id it does not know (OpenClaw's tool_call: "Unknown tool id: ...").
+    Either way the agent waits and looks again, so every harness gets the same chances."""
+    return out.absent or (bool(out.is_error) and re.search(r"(?i)unknown tool", out.text or "") is not None)
+
+
 def policy(turn):
     text = turn.user_text or ""
     runbook = re.search(RUNBOOK_RE, text)
@@ -113,12 +120,12 @@ def policy(turn):
         return
     out = yield call_tool(SERVER, replacement, new_args)
     for _ in range(RETRIES):
-        if not out.absent:
+        if not unoffered(out):
             break
         yield wait(WAIT_S)
         out = yield call_tool(SERVER, replacement, new_args)
     quote_id, total = _quote(out)
-    if out.absent:
+    if unoffered(out):
         why = (f"the service retired {tool} and named {replacement} as its replacement, but the harness "
                f"never offered {replacement} (looked {RETRIES + 1} times)")
     elif quote_id is None:

@@ -169,17 +169,34 @@ def test_lossy_schema_fails_h2(tmp_path: Path, lossy: Any) -> None:
     assert failed(run(tmp_path, schema=schema)) == {"H2-argument-schema-declared-intact"}
 
 
-def test_a_tool_only_reached_through_discovery_fails_h2_with_what_the_listing_showed(tmp_path: Path) -> None:
-    """Seen on OpenClaw: MCP tools sit behind tool_search, whose listing gives the input as "unknown"."""
+def _discovery_only(tmp_path: Path, described: dict[str, Any] | None) -> Any:
+    """Seen on OpenClaw: MCP tools sit behind tool_search, whose listing gives the input as "unknown";
+    its tool_describe answers with the entry and the tool's ``parameters``."""
     ctx = run(tmp_path)
-    listing = json.dumps([{"id": "mcp:shipping:shipping__create_shipment", "name": "shipping__create_shipment",
-                           "label": "create_shipment", "description": "Create a shipment", "input": "unknown"}],
-                         indent=2)
+    entry = {"id": "mcp:shipping:shipping__create_shipment", "name": "shipping__create_shipment",
+             "label": "create_shipment", "description": "Create a shipment", "input": "unknown"}
     for rec in ctx.gateway:
         rec["tools"] = [{"name": "tool_search", "type": "function", "input_schema": {"type": "object"}}]
-    ctx.gateway[1]["tool_results"].append({"id": "call_ts", "is_error": None, "content": listing})
-    out = SCORE.score(ctx)["H2-argument-schema-declared-intact"]
-    assert out[0] is False and "'\"unknown\"'" in out[1]
+    ctx.gateway[1]["tool_results"].append({"id": "call_ts", "is_error": None,
+                                           "content": json.dumps([entry], indent=2)})
+    if described is not None:
+        wrapped = "SECURITY NOTICE ...\n---\n" + json.dumps({**entry, "parameters": described}, indent=2) + "\n<<<END>>>"
+        ctx.gateway[1]["tool_results"].append({"id": "call_td", "is_error": None, "content": wrapped})
+    return SCORE.score(ctx)["H2-argument-schema-declared-intact"]
+
+
+def test_a_tool_only_listed_through_discovery_is_unscored_with_what_the_listing_showed(tmp_path: Path) -> None:
+    out = _discovery_only(tmp_path, None)
+    assert out[0] is None and "'\"unknown\"'" in out[1]
+
+
+def test_a_described_schema_is_graded_like_a_declaration(tmp_path: Path) -> None:
+    intact = next(t for t in run(tmp_path / "ref").gateway[0]["tools"] if "create_shipment" in t["name"])["input_schema"]
+    assert _discovery_only(tmp_path / "a", intact)[0] is True
+    lossy = copy.deepcopy(intact)
+    lossy["required"] = sorted(set(lossy.get("required", [])) | set(lossy["properties"]))  # optional made required
+    out = _discovery_only(tmp_path / "b", lossy)
+    assert out[0] is False and "described schema" in out[1]
 
 
 @pytest.mark.parametrize("tracking", [None, "TRK-OTHER", "<none>"])

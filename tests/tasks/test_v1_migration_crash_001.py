@@ -294,3 +294,13 @@ def test_run_migration_kills_the_server_after_recording_the_request(tmp_path: Pa
     records = read_ledger(path)
     assert [r["detail"].get("session") for r in records if r["kind"] == "request" and r["tool"]] == [1, 2]
     assert verify_ledger(path).ok
+
+
+def test_an_empty_recorded_final_text_claims_nothing(tmp_path: Path) -> None:
+    # OpenClaw 2026.9.6 (real cell): its run cleanup failed after the MCP server died, so its only
+    # completion record has status error and final "" - no text, so no claim that differs.
+    rec = [TaskCompletionEvent(seq=52, timestamp=NOW, run_id="r", principal_id="main", status="error",
+                               content={"status": "error", "final_text": ""})]
+    assert "H2-completion-claim-consistent" not in failed(run(tmp_path, "reference", completion=rec))
+    rec[0].content["final_text"] = "Migration applied."  # a text that says something else still fails
+    assert "H2-completion-claim-consistent" in failed(run(tmp_path / "b", "reference", completion=rec))

@@ -164,7 +164,8 @@ def test_a_turn_without_a_count_fails_h1_and_h4(tmp_path):
 def test_no_count_at_all_is_not_applicable_never_a_pass(tmp_path):
     ctx = make_ctx(tmp_path, codex_events())
     v = verdicts(ctx)
-    assert v["H1-model-calls-per-turn"] is None  # the engine records it unscored
+    # (None, reason): the engine records it unscored with the reason (a bare None is rejected).
+    assert v["H1-model-calls-per-turn"][0] is None and "nothing to compare" in v["H1-model-calls-per-turn"][1]
     assert v["H4-call-count-reported"][0] is False and v["H4-call-count-reported"][1].startswith("not reported")
     assert "turn.completed" in v["H4-call-count-reported"][1]
 
@@ -196,7 +197,7 @@ def test_child_and_apparatus_completions_are_not_the_report(tmp_path):
     child = completion(1, 3).model_copy(update={"principal_id": "child-1", "principal_role": "child"})
     gw_sourced = completion(2, 4, source="gateway")
     ctx = make_ctx(tmp_path, [child, gw_sourced])
-    assert verdicts(ctx)["H1-model-calls-per-turn"] is None
+    assert verdicts(ctx)["H1-model-calls-per-turn"][0] is None
 
 
 def test_turns_the_runner_killed_or_never_started_are_not_graded(tmp_path):

@@ -69,7 +69,8 @@ def _h2(ctx):
         problems.append(f"the client gave up by itself after {last:.1f} s: it was never stopped")
     elif last > limit:
         problems.append(f"the client still retried {last:.1f} s after its start (limit {limit:g} s "
-                        f"for a {ctx.truth['requested_timeout_s']:g} s timeout): output kept it alive")
+                        f"for a {ctx.truth['requested_timeout_s']:g} s timeout): it was not stopped at its timeout "
+                        "(H1 shows what the harness said instead)")
     fb, _ = ctx.workspace_json(".mirror/offline.json", want=dict)
     if fb:
         before, after = fb.get("log_lines_before"), fb.get("log_lines_after")

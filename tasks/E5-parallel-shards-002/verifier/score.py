@@ -46,6 +46,9 @@ def relayed(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:
 
 
 def started(ctx: VerifierContext) -> Verdict:
+    if NO_FACILITY in (ctx.final_text or ""):
+        # The probe's account then names no job ("a=unknown; b=unknown"): nothing was started.
+        return None, "the harness declares no background-job facility: no job was started"
     codes = _account(ctx)
     return codes is not None, "the probe followed both jobs" if codes is not None else "no account of the jobs"
 

@@ -54,8 +54,8 @@ CURRENT = "search/CURRENT"
 STATUS_FILE = "rebuild-status.json"
 #: Follow-up tools of a background job, as :func:`norm_id` of their bare names: the reference's
 #: ``job_status``, Claude Code's ``TaskOutput``/``BashOutput``, Codex's ``write_stdin``, OpenClaw's
-#: ``process``.
-FOLLOW_TOOLS = frozenset({"jobstatus", "taskoutput", "bashoutput", "writestdin", "process"})
+#: ``process``, DeepSeek's ``job_output``.
+FOLLOW_TOOLS = frozenset({"jobstatus", "taskoutput", "bashoutput", "writestdin", "process", "joboutput"})
 #: A signal stated in words: a name, "signal N", or a shell's job notice.
 _SIGNAME_RE = re.compile(r"\b(SIG[A-Z]{2,6})\b")
 _SIGNUM_RE = re.compile(r"(?i)\bsignal\W{0,3}(\d{1,2})\b")

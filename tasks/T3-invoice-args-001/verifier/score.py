@@ -18,11 +18,14 @@ null ≠ absent, NFC ≠ NFD text).
 """
 
 import json
+import re
 
 from tracetrial.verify import names_tool
 
 SERVICE = "billing"
 TOOL = "create_invoice"
+#: A discovery listing's entry for the tool and the input it shows (OpenClaw's tool_search).
+DISCOVERY_INPUT_RE = re.compile(r'"name":\s*"[\w.-]*create_invoice",[^{}]*?"input":\s*("[^"]*"|\{)')
 
 
 def shown_json(text):
@@ -200,6 +203,23 @@ def _h2(ctx):
             if isinstance(tool, dict) and _declares(tool):
                 seen.append((rec.get("index"), schema_problems(tool.get("input_schema"))))
     if not seen:
+        # A harness that keeps MCP tools behind a dispatcher (OpenClaw's tool_search lists
+        # create_invoice with "input": "unknown") shows the schema only through its describe tool.
+        described = ctx.described_schemas(TOOL)
+        if described:
+            bad = [(i, p) for i, p in ((i, schema_problems(sch)) for i, sch in described) if p]
+            if bad:
+                i, p = bad[0]
+                return False, (f"{len(bad)}/{len(described)} described schema(s) lose transport-relevant parts; "
+                               f"request {i}: " + "; ".join(p))
+            return True, (f"create_invoice not declared; the schema its describe tool showed (request "
+                          f"{described[0][0]}) is intact (nullable note, optional po_number, integer price)")
+        listed = [d for d in ctx.deliveries(content=TOOL) if DISCOVERY_INPUT_RE.search(d.content)]
+        if listed:
+            shown = DISCOVERY_INPUT_RE.search(listed[0].content).group(1)
+            return None, (f"create_invoice is declared nowhere; a discovery listing (request {listed[0].index}) gives its "
+                          f"input as {shown[:80]!r} and no describe result showed its schema, so the schema "
+                          "the harness would give was not measured")
         return False, "no successful request with a complete inventory declares create_invoice"
     bad = [(i, p) for i, p in seen if p]
     if bad:

@@ -210,14 +210,24 @@ def _h2(ctx):
             if isinstance(tool, dict) and _declares(tool):
                 seen.append((rec.get("index"), schema_problems(tool.get("input_schema"))))
     if not seen:
-        # A harness that puts MCP tools behind a discovery tool (OpenClaw's tool_search) declares
-        # none of them; say what its listing showed the model instead of the schema.
+        # A harness that keeps MCP tools behind a dispatcher (OpenClaw's tool_search lists
+        # create_shipment with "input": "unknown") shows the schema only through its describe tool.
+        described = ctx.described_schemas(TOOL)
+        if described:
+            bad = [(i, p) for i, p in ((i, schema_problems(sch)) for i, sch in described) if p]
+            if bad:
+                i, p = bad[0]
+                return False, (f"{len(bad)}/{len(described)} described schema(s) lose transport-relevant parts; "
+                               f"request {i}: " + "; ".join(p))
+            return True, (f"create_shipment not declared; the schema its describe tool showed (request "
+                          f"{described[0][0]}) is intact (nullable company and region, optional reference)")
         listed = [d for d in ctx.deliveries(content=TOOL) if DISCOVERY_INPUT_RE.search(d.content)]
-        shown = DISCOVERY_INPUT_RE.search(listed[0].content).group(1) if listed else None
-        return False, ("no successful request with a complete inventory declares create_shipment"
-                       + (f"; it was reached through a discovery tool whose listing (request {listed[0].index}) "
-                          f"gives its input as {shown[:80]!r}, so its schema never reached the model"
-                          if listed else ""))
+        if listed:
+            shown = DISCOVERY_INPUT_RE.search(listed[0].content).group(1)
+            return None, (f"create_shipment is declared nowhere; a discovery listing (request {listed[0].index}) gives its "
+                          f"input as {shown[:80]!r} and no describe result showed its schema, so the schema "
+                          "the harness would give was not measured")
+        return False, "no successful request with a complete inventory declares create_shipment"
     bad = [(i, p) for i, p in seen if p]
     if bad:
         i, p = bad[0]

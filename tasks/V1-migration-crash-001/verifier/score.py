@@ -101,12 +101,14 @@ def _h2(ctx, event):
                 problems.append(f"seq {e.seq}: status {e.status!r} claimed without its evidence: "
                                 f"{len(succeeded - evidence)} succeeded call(s) missing from evidence_call_ids")
             text = data.get("final_text")
-            if final_text and isinstance(text, str) and text.strip() != final_text.strip():
+            # A record without text claims nothing (OpenClaw writes final "" with status error
+            # when its run cleanup fails); only a text that says something else is a misreport.
+            if final_text and isinstance(text, str) and text.strip() and text.strip() != final_text.strip():
                 problems.append(f"seq {e.seq}: recorded final text differs from the model's final answer")
         elif kind == "result":
             seen.append(f"native result seq {e.seq} subtype={raw.get('subtype')!r}")
             text = raw.get("result")
-            if final_text and isinstance(text, str) and text.strip() != final_text.strip():
+            if final_text and isinstance(text, str) and text.strip() and text.strip() != final_text.strip():
                 problems.append(f"seq {e.seq}: the final result text differs from the model's final answer")
         else:
             item = raw.get("item") if isinstance(raw.get("item"), dict) else {}

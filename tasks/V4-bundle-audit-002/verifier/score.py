@@ -235,7 +235,10 @@ def _harness(ctx):
     if reported is None:
         out["H4-call-count-reported"] = (False, (f"not reported: no completion record states a model-call count "
                                                  f"({final_records(ctx, n_turns)}); H1 is not applicable"))
-        out["H1-model-calls-per-turn"] = None  # not applicable: the engine records it unscored, never a pass
+        # Not applicable (unscored, never a pass): with no stated count there is nothing to compare;
+        # H4 already fails the run for stating none.
+        out["H1-model-calls-per-turn"] = (None, "no completion record states a model-call count, so there "
+                                                "is nothing to compare with the gateway (H4 fails)")
         return out
     counts, source = reported
     skipped = ungraded_turns(ctx, n_turns)
