@@ -726,13 +726,17 @@ def pack_digest(root: Path) -> str:
 
 #: The task card: documentation, never read by a run.
 TASK_CARD = "README.md"
+#: Pack files no run reads: the task card and the verifier's self-test (TASK_GUIDE rule 13; it is
+#: run by the pack's unit test, never by a cell). Left out of :func:`probe_digest`.
+PROBE_UNREAD = frozenset({TASK_CARD, "verifier/selftest.py"})
 RUBRIC_FILES = {"verifier/harness_score.yaml": "harness", "verifier/agent_score.yaml": "agent"}
 
 
 def probe_digest(pack: TaskPack) -> str:
     """SHA-256 (hex) of the pack as a probe-protocol run reads it: every file of
-    :func:`pack_digest` but the task card, with each rubric file replaced by the canonical JSON
-    of its probe-protocol rubric (live-only criteria and their links left out).
+    :func:`pack_digest` but those no run reads (:data:`PROBE_UNREAD`), with each rubric file
+    replaced by the canonical JSON of its probe-protocol rubric (live-only criteria and their
+    links left out).
 
     What keys a result that only probe runs produce (the incremental calibration record): a task
     card edit or a new ``trigger: {protocol: live}`` semantic criterion leaves the probe runs, and
@@ -744,7 +748,7 @@ def probe_digest(pack: TaskPack) -> str:
     h = hashlib.sha256()
     for path in _pack_files(pack.root):
         rel = path.relative_to(pack.root).as_posix()
-        if rel == TASK_CARD:
+        if rel in PROBE_UNREAD:
             continue
         h.update(rel.encode() + b"\0")
         if rel in RUBRIC_FILES and not path.is_symlink():

@@ -61,11 +61,13 @@ def test_only_changed_or_unrecorded_or_uncalibrated_tasks_are_stale(tmp_path: Pa
 
 def test_a_task_card_edit_or_a_live_only_criterion_leaves_the_calibration_current(tmp_path: Path,
                                                                                   pack: TaskPack) -> None:
-    """The record is keyed by what a probe run reads (tracetrial.task.probe_digest): documentation and
-    semantic criteria that only live runs judge cannot change a probe calibration; anything else can."""
+    """The record is keyed by what a probe run reads (tracetrial.task.probe_digest): documentation, the
+    verifier's self-test and semantic criteria that only live runs judge cannot change a probe
+    calibration; anything else can."""
     record, _ = merge(load_record(tmp_path / "none.json"), measured(tmp_path / "out", pack), [pack], REF, MUTANTS)
     full, probe = pack.digest, pack.probe_digest  # both are read from the folder each time
     (pack.root / "README.md").write_text("# The task card, rewritten\n")
+    (pack.root / "verifier" / "selftest.py").write_text("# rule 13's self-test: run by the unit test, never by a cell\n")
     agent = pack.root / "verifier" / "agent_score.yaml"
     probe_rubric = agent.read_text()
     agent.write_text(probe_rubric + """  - id: A9-reply-explains
