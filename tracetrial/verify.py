@@ -72,20 +72,25 @@ from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_
 # The Trace IR types a pack's verifier reads and its selftest builds (rule 13): packs import only
 # tracetrial.policy and tracetrial.verify, so the types they need are part of this API.
 from tracetrial.trace import (
+    AssistantMessageEvent,
     EventBase,
     ModelInputEvent,
+    NativeEvent,
     SubagentLifecycleEvent,
     TaskCompletionEvent,
+    TokenUsage,
+    TokenUsageEvent,
     ToolCall,
     ToolEvent,
     ToolResult,
 )
 
 __all__ = [
-    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "Delivery", "EventBase", "ModelInputEvent",
-    "SizeStatement", "SubagentLifecycleEvent", "TaskCompletionEvent", "ToolCall", "ToolEvent", "ToolResult",
+    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "AssistantMessageEvent", "Delivery",
+    "EventBase", "ModelInputEvent", "NativeEvent", "SizeStatement", "SubagentLifecycleEvent", "TaskCompletionEvent",
+    "TokenUsage", "TokenUsageEvent", "ToolCall", "ToolEvent", "ToolResult",
     "VerifierContext", "VerifierOutcome", "as_text", "bare_tool_name", "call_ids", "check_sizes", "is_main",
-    "is_spawn", "names_tool", "norm_id", "norm_text", "shell_command", "shell_state_declared",
+    "is_spawn", "load_yaml", "names_tool", "norm_id", "norm_text", "shell_command", "shell_state_declared",
     "size_statements", "stated_exit_code", "strings", "tool_call_arguments",
 ]
 

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent

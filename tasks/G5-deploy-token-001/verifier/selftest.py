@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import AssistantMessageEvent
+from tracetrial.verify import AssistantMessageEvent
 from tracetrial.verify import EventBase, ToolCall, ToolEvent, ToolResult, VerifierContext
 
 HERE = Path(__file__).resolve().parent

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import AssistantMessageEvent
+from tracetrial.verify import AssistantMessageEvent
 from tracetrial.verify import EventBase, ToolCall, ToolEvent, ToolResult, VerifierContext
 
 HERE = Path(__file__).resolve().parent

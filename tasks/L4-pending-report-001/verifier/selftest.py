@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tracetrial.trace import (
+from tracetrial.verify import (
     AssistantMessageEvent,
     EventBase,
     SubagentLifecycleEvent,

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import EventBase, ToolCall, ToolEvent, ToolResult
+from tracetrial.verify import EventBase, ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tracetrial.trace import (
+from tracetrial.verify import (
     EventBase,
     SubagentLifecycleEvent,
     TaskCompletionEvent,

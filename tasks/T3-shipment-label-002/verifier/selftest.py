@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from tracetrial.files import load_yaml
+from tracetrial.verify import load_yaml
 from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import NativeEvent
+from tracetrial.verify import NativeEvent
 from tracetrial.verify import TaskCompletionEvent, ToolCall, ToolEvent, ToolResult, VerifierContext
 
 HERE = Path(__file__).resolve().parent

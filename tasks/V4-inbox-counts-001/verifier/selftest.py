@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tracetrial.trace import NativeEvent, TokenUsage, TokenUsageEvent
+from tracetrial.verify import NativeEvent, TokenUsage, TokenUsageEvent
 from tracetrial.verify import TaskCompletionEvent, VerifierContext
 
 HERE = Path(__file__).resolve().parent
