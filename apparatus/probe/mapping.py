@@ -491,10 +491,43 @@ OPEN_CHOICES = (("Type the answer", "None of these: answer in your own words"),
                 ("Not known yet", "I cannot say yet"))
 
 
+#: A generic question that lists its choices in its text: ``"<question> Options: <a>; <b>; …"``
+#: (the generic ask action carries text only; a policy asking a multiple-choice question through
+#: an ask tool whose form it does not know writes the options this way).
+LISTED_OPTIONS_RE = re.compile(r"^(?P<question>.*\S)\s+Options:\s*(?P<options>[^\n]+?)\s*$", re.DOTALL)
+
+
+def listed_options(question: str) -> tuple[str, list[str]] | None:
+    """(question without the list, the 2+ options) of a question ending in ``Options: a; b; …``."""
+    m = LISTED_OPTIONS_RE.match(question)
+    if m is None:
+        return None
+    options = [o.strip() for o in m.group("options").split(";") if o.strip()]
+    return (m.group("question"), options) if len(options) >= 2 else None
+
+
+def _option_items(options: dict[str, Any], labels: Sequence[str]) -> list[Any] | None:
+    """``labels`` in the form of a ``questions[].options`` schema, or None when they do not fit it."""
+    low, high = int(options.get("minItems", 0) or 0), options.get("maxItems")
+    if len(labels) < low or (isinstance(high, int) and len(labels) > high):
+        return None
+    items = options.get("items")
+    if not isinstance(items, dict):
+        items = {}
+    if items.get("type") == "string":
+        return list(labels)
+    required = items.get("required")
+    if not isinstance(required, list):
+        required = []
+    return [{"label": label, **({"description": label} if "description" in required else {})} for label in labels]
+
+
 def ask_arguments(tool: ToolDecl, question: str) -> tuple[dict[str, Any], list[str]]:
     """Arguments asking ``question`` through ``tool``: a multiple-choice ``{questions: [...]}``
-    tool (Claude Code ``AskUserQuestion``, Codex ``request_user_input``) gets one question in its
-    own form, with open placeholders where its schema requires options; else the generic fill."""
+    tool (Claude Code ``AskUserQuestion``, Codex ``request_user_input``, DeepSeek
+    ``ask_user_question``) gets one question in its own form — the choices a question lists in
+    its text (``… Options: a; b``) as the tool's options, else open placeholders where its schema
+    requires options; any other tool the generic fill."""
     questions = (tool.schema.get("properties") or {}).get("questions")
     item = questions.get("items") if isinstance(questions, dict) else None
     props = item.get("properties") if isinstance(item, dict) else None
@@ -508,7 +541,15 @@ def ask_arguments(tool: ToolDecl, question: str) -> tuple[dict[str, Any], list[s
         limit = props["header"].get("maxLength", 12) if isinstance(props["header"], dict) else 12
         q["header"] = "Question"[:limit]
     options = props.get("options")
-    if isinstance(options, dict):
+    listed = listed_options(question) if isinstance(options, dict) else None
+    choices = _option_items(options, listed[1]) if isinstance(options, dict) and listed else None
+    if listed and choices is not None:
+        q["question"], q["options"] = listed[0], choices
+        notes.append(f"multiple-choice question: the {len(choices)} options listed in its text are offered as "
+                     f"{tool.display}'s options")
+        if "multi_select" in props:
+            q["multi_select"] = False
+    elif isinstance(options, dict):
         need = max(int(options.get("minItems", 0) or 0), 2 if "options" in (item.get("required") or []) else 0)
         if need:
             kind = (options.get("items") or {}).get("type")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 import pytest
 from probe_http import FIXTURES, SimHarness, fixture_tools
@@ -244,3 +245,52 @@ def test_a_free_text_question_through_a_multiple_choice_ask_tool() -> None:
         "question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}},
         "required": ["question"]})
     assert ask_arguments(plain, "Which region?")[0] == {"question": "Which region?"}
+
+
+def _deepseek_ask_tool() -> Any:
+    # DeepSeek Harness 0.1.0rc6 ask_user_question as it reaches the model (its dsh-tool-ask-user
+    # schema): id and question required, options optional objects {label, description?}, and
+    # multi_select (snake case).
+    from apparatus.probe.tools import ToolDecl
+
+    option = {"type": "object", "additionalProperties": True, "required": ["label"],
+              "properties": {"label": {"type": "string"}, "description": {"type": "string"}}}
+    return ToolDecl("ask_user_question", schema={"type": "object", "required": ["questions"], "properties": {
+        "questions": {"type": "array", "items": {
+            "type": "object", "additionalProperties": True, "required": ["id", "question"],
+            "properties": {"id": {"type": "string"}, "question": {"type": "string"}, "header": {"type": "string"},
+                           "options": {"type": "array", "items": option},
+                           "multi_select": {"type": "boolean"}}}}}})
+
+
+def test_a_free_text_question_through_deepseeks_ask_user_question() -> None:
+    from apparatus.probe.mapping import ask_arguments
+
+    args, notes = ask_arguments(_deepseek_ask_tool(), "Which region?")
+    # options are optional there: a free-text question offers none (no placeholders), and no
+    # camel-case multiSelect is sent to a tool whose flag is multi_select
+    assert args == {"questions": [{"question": "Which region?", "id": "q1", "header": "Question"}]} and notes == []
+
+
+def test_options_listed_in_a_generic_question_become_the_tools_options() -> None:
+    from apparatus.probe.mapping import ask_arguments, listed_options
+    from apparatus.probe.tools import ToolDecl
+
+    question = "Which window? Options: RW-TUE-0200 (Tuesday 02:00 UTC); RW-THU-2200 (Thursday 22:00 UTC)"
+    args, notes = ask_arguments(_deepseek_ask_tool(), question)
+    assert args == {"questions": [{"question": "Which window?", "id": "q1", "header": "Question",
+                                   "options": [{"label": "RW-TUE-0200 (Tuesday 02:00 UTC)"},
+                                               {"label": "RW-THU-2200 (Thursday 22:00 UTC)"}],
+                                   "multi_select": False}]}
+    assert notes and "2 options" in notes[0]
+    assert listed_options("Which region?") is None and listed_options("Pick one. Options: only") is None
+    # a schema the listed options do not fit (too many for maxItems) keeps the question as it was
+    tight = ToolDecl("AskUserQuestion", schema={"type": "object", "properties": {"questions": {
+        "type": "array", "items": {"type": "object", "required": ["question"], "properties": {
+            "question": {"type": "string"}, "options": {"type": "array", "maxItems": 1, "items": {"type": "string"}}}}}}})
+    assert ask_arguments(tight, question)[0] == {"questions": [{"question": question}]}
+    # the reference's plain ask_user {question, options?} keeps the generic form
+    plain = ToolDecl("ask_user", schema={"type": "object", "properties": {
+        "question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}},
+        "required": ["question"]})
+    assert ask_arguments(plain, question)[0] == {"question": question}
