@@ -30,7 +30,24 @@ MCP: rc6 cannot load MCP servers. Its JSON-RPC server knows only ``initialize``,
 bridge rejects any ``mcpServers`` entry ("mcpServers is not supported"). So
 ``capabilities.mcp=False``: MCP-backed cells are recorded unsupported with that reason.
 The bundled default ``cordis.yml`` (the paper's setup) enables only bash, jobs and skill tools:
-no sub-agent, ask-user or approval plugin, hence the other capabilities.
+no sub-agent, ask-user or approval plugin, hence the other capabilities — except ask-user, below.
+
+Ask-user (tasks with ``ask_user`` in ``spec.tools``; every other task runs the bundled file
+unchanged). The runtime bundles its ask-user channel — the ``ctx.userQuestions`` seam
+(``@deepseek-ai/dsh-user-questions``) and the model-facing ``ask_user_question`` tool over it
+(``@deepseek-ai/dsh-tool-ask-user``) — and leaves the answering to the provider its embedding
+client registers (the client's UI). For such a task the adapter writes ``<home>/tt-cordis/
+cordis.yml`` = the bundled file + those two packages + the benchmark's provider
+(``harnesses/deepseek/tt-ask-provider.mjs``, copied beside it) and points
+``DSH_CORDIS_CONFIG`` there. The provider sends each question to this client as a
+``userQuestions/ask`` JSON-RPC request on the runtime's stdout; :class:`Runtime` answers it on
+the host, in this process, through the benchmark's simulated user (``AskUserResponder``, ledger
+``<run>/private/ledgers/_ask_user.jsonl``): a pick of an offered option comes back as
+``selected: [label]``, anything else as ``custom`` text (:mod:`harnesses.deepseek.ask_user`).
+The provider is the benchmark acting as the embedding client's UI (as Claude Code's
+permission-prompt tool is for ``claude -p``), not harness behaviour: whether the tool is
+declared, what the model may send, and how the answer reaches the model (the runtime renders
+the tool's output ``{"answers": [...]}`` as the tool result) are the runtime's own.
 """
 
 from __future__ import annotations
@@ -57,8 +74,15 @@ from harnesses.base import (
     recorded_time,
 )
 from harnesses.cli_adapter import turn_outcome, write_invocation
+from harnesses.deepseek.ask_user import (
+    ASK_METHOD,
+    PROVIDER_FILE,
+    answer_questions,
+    simulated_user,
+    write_ask_config,
+)
 from harnesses.deepseek.normalize import normalize
-from harnesses.deepseek.rpc import Runtime
+from harnesses.deepseek.rpc import Handler, Runtime
 from harnesses.install import (
     PIP_HARNESSES,
     install_hint,
@@ -96,6 +120,11 @@ def runtime_paths() -> tuple[Path, Path] | None:
         return None
 
 
+def asks_user(ctx: RunContext) -> bool:
+    """The task's work needs the user's answer (``ask_user`` among its tools)."""
+    return "ask_user" in ctx.task.spec.tools
+
+
 def _turn_status(messages: list[dict[str, Any]], session: str, receipt_index: int) -> str | None:
     """The reason kind of the last ``turn/end`` of ``session`` after ``receipt_index``."""
     kind = None
@@ -116,14 +145,11 @@ class DeepSeekAdapter(HarnessAdapter):
     name: ClassVar[str] = "deepseek"
     wire_format: ClassVar[WireFormat] = "chat"
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=False, multi_turn=True, new_session=True, subagents=False, ask_user=False, native_permissions=False,
+        mcp=False, multi_turn=True, new_session=True, subagents=False, native_permissions=False,
+        ask_user=True,  # the bundled ask_user_question tool + the client's user-questions provider
         model_call_budget=False,  # neither cordis.yml nor the runtime exposes one
         history_replay=False,  # no session fork in the runtime's protocol
         turn_interrupt=False,  # one JSON-RPC runtime serves every turn: no per-turn process to kill
-        apparatus_gaps={"ask_user": "the bundled dsh-tool-ask-user / dsh-user-questions plugins declare "
-                                    "ask_user_question, answered by a user-questions provider the embedding "
-                                    "client registers; the adapter runs the bundled cordis.yml, which mounts "
-                                    "neither"},
     )
     install_hint: ClassVar[str] = install_hint("deepseek")
 
@@ -204,16 +230,31 @@ class DeepSeekAdapter(HarnessAdapter):
         }
         return clean_env(extra, home=ctx.home)
 
+    @staticmethod
+    def config(ctx: RunContext, bundled: Path) -> tuple[Path, dict[str, Handler]]:
+        """The cordis file the runtime runs and the client's handlers of the runtime's requests:
+        the bundled file and none, or — for a task with ``ask_user`` — ``<home>/tt-cordis/cordis.yml``
+        (bundled + the ask-user plugins + the benchmark's provider beside it) and the
+        ``userQuestions/ask`` handler answering through the simulated user."""
+        if not asks_user(ctx):
+            return bundled, {}
+        cordis = write_ask_config(bundled, ctx.home / "tt-cordis")
+        answer = simulated_user(ctx.task, ctx.paths.private)
+        return cordis, {ASK_METHOD: lambda request: answer_questions(request.get("params"), answer, str(request["id"]))}
+
     def _start(self, ctx: RunContext, turn: TurnContext, files: TurnFiles, deadline: float) -> tuple[Runtime | None, str | None]:
         paths = self.runtime()
         if paths is None:
             hint = install_version_hint(self.name, self.release) if self.release else self.install_hint
             return None, f"DeepSeek Harness runtime not found; {hint}"
-        binary, cordis = paths
+        binary, bundled = paths
+        cordis, handlers = self.config(ctx, bundled)
         self.session_root(ctx).mkdir(parents=True, exist_ok=True)
         env = self.environment(ctx, cordis)
         native = ctx.paths.native
         shutil.copy2(cordis, native / f"turn-{turn.index}.cordis.yml")
+        if handlers:
+            shutil.copy2(cordis.parent / PROVIDER_FILE.name, native / f"turn-{turn.index}.{PROVIDER_FILE.name}")
         write_invocation(native / f"turn-{turn.index}.invocation.json", [str(binary)], env, ctx)
         assert files.requests is not None and files.stderr is not None
         from apparatus.sandbox import current
@@ -225,7 +266,7 @@ class DeepSeekAdapter(HarnessAdapter):
         try:
             runtime = Runtime(argv, env=env, cwd=ctx.workspace, stdout=files.stdout,
                               stderr=files.stderr, requests=files.requests,
-                              reap=conf.sandbox.reap if conf else None)
+                              reap=conf.sandbox.reap if conf else None, handlers=handlers)
         except OSError as exc:
             return None, f"could not start the DeepSeek Harness runtime: {exc}"
         rid = runtime.send("initialize", {"cwd": str(ctx.workspace), "provider": PROVIDER, "model": ctx.model})

@@ -7,6 +7,8 @@ message per line, wire order = the strongest native order), with the requests we
 * responses (``initialize``, ``session/prompt``, ``shutdown``) -> ``native_event``
   (``native_method``), an error response -> ``native_diagnostic``;
 * ``session.status`` (``running``/``idle``) -> ``native_event`` with the status;
+* ``userQuestions/ask`` (tasks with ask_user: the benchmark's user-questions provider asking the
+  client; our answer is in ``requests.jsonl``) -> ``native_event``;
 * ``session.event`` by ``event.type``:
 
   - ``assistant/message`` -> ``assistant_message`` (text or reasoning blocks, the message's
@@ -80,7 +82,10 @@ SRC_SESSION = f"native:{HARNESS}/session"
 #: assistant/chunk types folded into the assistant/message that lists them (sourceEventSeqs).
 FOLDED_CHUNKS = {"block-start", "block-end", "tool-call-delta", "usage", "finish"}
 #: Wire methods and session event types this normalizer knows (others are flagged unknown).
-KNOWN_METHODS = {"session.event", "session.status"}
+#: ``userQuestions/ask`` is a request *to* the client from the benchmark's user-questions provider
+#: (tasks with ask_user, :mod:`harnesses.deepseek.ask_user`); the model sees the ask as the
+#: ask_user_question tool/call and tool/result events.
+KNOWN_METHODS = {"session.event", "session.status", "userQuestions/ask"}
 KNOWN_EVENTS = {"assistant/chunk", "assistant/message", "tool/result", "request/header", "turn/end", "turn/start",
                 "step/start", "step/end", "tool/call", "user/message", "agent/inbox/spliced", "session/title",
                 "request/context", "llm/retry", "llm/retry-started"}

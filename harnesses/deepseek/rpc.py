@@ -7,6 +7,12 @@ writes to stdout/stderr is appended, as it arrives, to the *current* turn's file
 (:meth:`Runtime.route`), and every request we send is logged to the turn's
 ``requests.jsonl`` — the wire, verbatim, is the native stream the normalizer reads.
 
+Requests the runtime sends *to us* (a JSON-RPC message with ``method`` and ``id`` on its
+stdout) are answered by the handler registered for their method (``handlers``; the
+ask-user provider's ``userQuestions/ask``, :mod:`harnesses.deepseek.ask_user`), each in its own
+thread so the stdout reader never waits on it; a method without a handler is answered
+"method not found". Our responses are logged to ``requests.jsonl`` too (every line we write).
+
 The process runs under the lifetime supervisor (:mod:`apparatus.lifetime`) in its own process
 group; :meth:`Runtime.kill` ends its whole tree (the runtime and any bash children, wherever
 their session), which is how a turn's wall clock is enforced.
@@ -24,13 +30,22 @@ from typing import IO, Any
 
 from apparatus.lifetime import spawn, stop
 
+#: A handler of one request method the runtime sends us: ``request message -> result`` (an
+#: exception becomes a JSON-RPC error response carrying its message).
+Handler = Callable[[dict[str, Any]], Any]
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
+
 
 class Runtime:
     """One runtime process and its JSON-RPC exchange."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
-                 stdout: Path, stderr: Path, requests: Path, reap: Callable[[], None] | None = None):
+                 stdout: Path, stderr: Path, requests: Path, reap: Callable[[], None] | None = None,
+                 handlers: Mapping[str, Handler] | None = None):
         self._cond = threading.Condition()
+        self._write = threading.Lock()  # one line at a time on the runtime's stdin
+        self._handlers = dict(handlers or {})
         self._out: IO[bytes] | None = None
         self._err: IO[bytes] | None = None
         self._req: IO[bytes] | None = None
@@ -75,6 +90,8 @@ class Runtime:
                 if isinstance(data, dict):
                     self.messages.append(data)
                 self._cond.notify_all()
+            if isinstance(data, dict) and isinstance(data.get("method"), str) and "id" in data:
+                threading.Thread(target=self._serve, args=(data,), name="tt-dsh-serve", daemon=True).start()
         with self._cond:
             self.closed = True
             self._cond.notify_all()
@@ -93,20 +110,40 @@ class Runtime:
         with self._cond:
             self._next += 1
             rid = f"tt-{self._next}"
-            message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-            if params is not None:
-                message["params"] = params
-            line = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-            if self._req is not None:
-                self._req.write(line)
-                self._req.flush()
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(line)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # the process is gone; the waiter sees ``closed``
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._put(message)
         return rid
+
+    def _put(self, message: dict[str, Any]) -> None:
+        """Log one message to the turn's ``requests.jsonl`` and write it to the runtime's stdin."""
+        line = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        with self._write:
+            with self._cond:
+                if self._req is not None:
+                    self._req.write(line)
+                    self._req.flush()
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the process is gone (or its stdin closed); the waiter sees ``closed``
+
+    def _serve(self, request: dict[str, Any]) -> None:
+        """Answer one request of the runtime through its method's handler."""
+        method = str(request["method"])
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+        handler = self._handlers.get(method)
+        if handler is None:
+            reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not handle {method}"}
+        else:
+            try:
+                reply["result"] = handler(request)
+            except Exception as exc:  # noqa: BLE001 - the runtime gets the failure as an error response
+                reply["error"] = {"code": INTERNAL_ERROR, "message": f"{method} failed: {exc}"}
+        self._put(reply)
 
     def wait_for(self, predicate: Callable[[list[dict[str, Any]]], Any], deadline: float) -> Any:
         """Wait until ``predicate(messages)`` is truthy (returns it), the stdout closes or the

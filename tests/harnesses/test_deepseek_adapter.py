@@ -40,8 +40,8 @@ def test_registry_builds_the_adapter() -> None:
     adapter = get_harness("deepseek")
     assert isinstance(adapter, DeepSeekAdapter) and adapter.wire_format == "chat"
     caps = adapter.capabilities
-    assert caps.multi_turn and caps.new_session
-    assert not (caps.mcp or caps.subagents or caps.ask_user or caps.native_permissions)
+    assert caps.multi_turn and caps.new_session and caps.ask_user and not caps.apparatus_gaps
+    assert not (caps.mcp or caps.subagents or caps.native_permissions)
 
 
 @needs_deepseek
@@ -65,7 +65,8 @@ def test_a_different_installed_version_is_refused(monkeypatch: pytest.MonkeyPatc
         ("V1-migration-crash-001", "unsupported", "cannot load MCP servers"),
         ("L4-pending-report-001", "unsupported", "cannot spawn sub-agents"),
         ("G2-log-cleanup-forms-001", "non_comparable", "permission system"),
-        ("T7-region-clarify-001", "unsupported", "apparatus gap"),
+        ("T7-region-clarify-001", "eligible", None),
+        ("T7-rollout-window-002", "eligible", None),
         ("C3-freeze-ticket-001", "eligible", None),
     ],
 )
