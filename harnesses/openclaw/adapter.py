@@ -60,6 +60,21 @@ stops it. The Gateway's output is ``native/openclaw-logs/gateway-turn-<n>.log``;
 registry (``task_runs``, ``subagent_runs``, ``flow_runs`` of ``<state>/state/openclaw.sqlite``) is
 dumped to ``native/openclaw-state/``. Other tasks keep the ``agent exec`` path above.
 
+Asking the user: OpenClaw's ``ask_user`` (deferred behind Tool Search too, called as ``tool_call
+{id: "ask_user", args: {questions: [{id, header, question, options, multiSelect}], timeoutSeconds}}``)
+is Gateway work as well: it registers the questions with the Gateway (``question.request``) and
+waits for an answer (``question.waitAnswer``), which a user gives from the Control UI or a chat
+channel (``question.resolve``). ``agent exec`` has no Gateway and answers ``gateway question.request
+requires credentials``, so a task whose work needs the user (``ask_user`` among its tools) runs its
+turns through the Gateway as well, and the turn wrapper is the user's client: it polls
+``question.list`` with ``openclaw gateway call`` while the agent turn runs and resolves each pending
+question with the answer of the benchmark's simulated user, reached through ``--ask-command`` —
+``python -m harnesses.reference.ask_user --task <pack> --run-private <private>`` (a neutral host
+command: one JSON question on stdin, the answer on stdout, ledger ``_ask_user.jsonl`` under the run's
+``private/``), run on the host through ``ctx.sandbox.host_command`` because it reads the pack and
+writes the private ledger. The answer reaches the model as OpenClaw's own ``ask_user`` result
+(``<header>: <answer>`` and the resolved answers as JSON).
+
 Permission modes: OpenClaw's exec policy knows approval modes and executable allowlists but no
 command-prefix deny rule, so a task deny list cannot be applied natively
 (``native_permissions=False`` -> such cells are non-comparable). ``native`` mode without a deny
@@ -74,6 +89,7 @@ import math
 import os
 import re
 import secrets
+import shlex
 import socket
 import sqlite3
 import subprocess
@@ -105,7 +121,7 @@ from harnesses.install import (
     pinned_npm_version,
 )
 from harnesses.native import turn_files
-from harnesses.openclaw.gateway_turn import CUT_OFF, TIMEOUT_EXIT
+from harnesses.openclaw.gateway_turn import CUT_OFF, TIMEOUT_EXIT, TOKEN_VAR
 from harnesses.openclaw.normalize import SESSION_INDEX, SQLITE_TABLES, normalize
 from harnesses.runner import clean_env
 from tracetrial.archive import RunPaths
@@ -116,16 +132,33 @@ KEY_VAR = "TT_GATEWAY_KEY"
 #: OpenClaw's timeout envelope (exit 2) before the runner has to kill the process group.
 OWN_TIMEOUT_MARGIN_S = 5.0
 PLACEHOLDER_VERSION = "0.0.1"
-GATEWAY_TOKEN_VAR = "OPENCLAW_GATEWAY_TOKEN"
+GATEWAY_TOKEN_VAR = TOKEN_VAR
 GATEWAY_TURN = Path(__file__).with_name("gateway_turn.py")
 #: Tables of ``<state>/state/openclaw.sqlite`` the adapter dumps (the sub-agent registry).
 STATE_TABLES: dict[str, str] = {"task_runs": "created_at, task_id", "subagent_runs": "created_at, run_id",
                                 "flow_runs": "created_at, flow_id"}
 
 
+def asks_user(ctx: RunContext) -> bool:
+    """The task's work needs the user's answer (``ask_user`` among its tools)."""
+    return "ask_user" in ctx.task.spec.tools
+
+
 def uses_gateway(ctx: RunContext) -> bool:
-    """Whether the run's turns go through OpenClaw's Gateway (the task delegates to sub-agents)."""
-    return "subagent" in ctx.task.spec.tools
+    """Whether the run's turns go through OpenClaw's Gateway: the task delegates to sub-agents or
+    asks the user (both are Gateway work in OpenClaw; module docstring)."""
+    return "subagent" in ctx.task.spec.tools or asks_user(ctx)
+
+
+def ask_command(ctx: RunContext) -> str:
+    """The host command answering one question as the benchmark's simulated user (shell words,
+    read by the turn wrapper's ``--ask-command``): it reads the pack and writes the run's private
+    ledger, so it runs on the host (a bridge under a sandbox)."""
+    return shlex.join(ctx.sandbox.host_command(
+        [sys.executable, "-m", "harnesses.reference.ask_user", "--task", str(ctx.task.root),
+         "--run-private", str(ctx.paths.private)],
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        stderr=ctx.paths.private / "ask_user.stderr", name="ask_user"))
 
 
 #: run id -> its Gateway token (random, drawn once per run and kept for its later turns)
@@ -256,15 +289,12 @@ class OpenClawAdapter(CliAdapter):
     name: ClassVar[str] = "openclaw"
     wire_format: ClassVar[WireFormat] = "chat"
     #: Sub-agents: ``sessions_spawn`` (deferred behind Tool Search), run through the Gateway (module
-    #: docstring). ``ask_user`` is deferred too and waits for a human channel that a headless run
-    #: does not have.
+    #: docstring). ``ask_user`` is deferred too; its questions are answered through the Gateway
+    #: (``question.list`` / ``question.resolve``) by the turn wrapper for the simulated user.
     capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=False, native_permissions=False,
+        mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=True, native_permissions=False,
         model_call_budget=False,  # agent exec / --local take no request limit
         history_replay=False,  # neither `agent` nor `sessions` can fork or copy a session
-        apparatus_gaps={"ask_user": "ask_user behind Tool Search, answered through the Gateway's "
-                                    "question.list / question.resolve; the adapter's agent exec turn runs "
-                                    "without a Gateway and answers no question"},
     )
     #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
     _gateway_ports: ClassVar[dict[str, int]] = {}
@@ -402,7 +432,8 @@ class OpenClawAdapter(CliAdapter):
 
     def gateway_argv(self, ctx: RunContext, turn: TurnContext, resume: str | None) -> list[str]:
         """A Gateway-backed turn (:mod:`harnesses.openclaw.gateway_turn`): a fresh session gets
-        the id :func:`fresh_session_id` (recorded in ``ctx.session_id``), a resumed one keeps its id."""
+        the id :func:`fresh_session_id` (recorded in ``ctx.session_id``), a resumed one keeps its id;
+        a task that asks the user gives the wrapper the simulated user (``--ask-command``)."""
         binary = str(self.binary())
         sid = resume
         if sid is None:
@@ -414,6 +445,7 @@ class OpenClawAdapter(CliAdapter):
             "--gateway-log", str(self.log_dir(ctx) / f"gateway-turn-{turn.index}.log"),
             "--state", str(self.state_dir(ctx)),
             "--deadline", str(max(1.0, turn.deadline_s - OWN_TIMEOUT_MARGIN_S)),
+            *(["--ask-command", ask_command(ctx)] if asks_user(ctx) else []),
             "--",
             binary, "agent",
             "--session-id", sid,

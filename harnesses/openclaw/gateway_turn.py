@@ -22,6 +22,26 @@ loopback port of the run and a Gateway-backed ``openclaw agent --session-id <id>
    and stderr says the run's sub-agent work was cut off);
 4. SIGTERM to the Gateway, SIGKILL after a grace.
 
+The user's answers (``--ask-command``, tasks with ``ask_user``): OpenClaw's ``ask_user`` tool
+(deferred behind Tool Search) registers its questions with the Gateway (``question.request``) and
+waits for the Gateway to resolve them (``question.waitAnswer``); the user answers from the Control
+UI or a chat channel, which call ``question.resolve``. A headless run has no such client, so while
+the agent turn runs this process is that client (:class:`Answerer`): every ``ASK_POLL_S`` it asks
+the Gateway for pending questions with OpenClaw's own CLI::
+
+    openclaw gateway call question.list --url ws://127.0.0.1:<p> --token <t> --json --params '{}'
+
+puts each question of a pending request to ``--ask-command`` (a host command: JSON
+``{question, options, call_id, …}`` on stdin, the user's answer text on stdout) and resolves the
+request with the answers, one per question, keyed by its ``questionId``::
+
+    openclaw gateway call question.resolve … --params '{"id": <id>, "answers": {"answers": {<qid>: [<text>]}}}'
+
+An answer is passed as it is: an option's label when the user picked one (the Gateway keeps the
+label), else the user's own words, which the Gateway accepts for a question with ``isOther``
+(``ask_user`` marks every question so). Each request is put to the user once; one the command
+could not answer stays pending, and OpenClaw's own timeout tells the model no answer arrived.
+
 Standard library only: it runs under the sandbox's Python.
 """
 
@@ -30,11 +50,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +76,14 @@ TIMEOUT_EXIT = 2
 #: back: such a turn exceeded the wall clock, it is a timed-out turn, never a finished one).
 CUT_OFF = ("openclaw gateway stopped at the turn's deadline while the run's sub-agent work was still "
            "queued, running or awaiting delivery")
+#: The Gateway token's variable (the adapter sets it; ``gateway call`` with ``--url`` needs it given).
+TOKEN_VAR = "OPENCLAW_GATEWAY_TOKEN"
+#: Pause between two ``question.list`` calls (each call starts Node: 1-5 s on its own).
+ASK_POLL_S = 2.0
+#: Longest wait for one ``gateway call`` / one answer of the ask command.
+ASK_CALL_TIMEOUT_S = 60.0
+#: The answerer's lines on stderr start with this (ids and statuses only, never an answer).
+ASK_LOG = "tt-ask-user:"
 
 
 def _log_has(path: Path, needle: str) -> bool:
@@ -124,6 +155,119 @@ def busy(state: Path) -> tuple[bool, tuple[Any, ...]]:
     return active or undelivered or bool(open_runs), (len(tasks), len(runs), tuple(sorted(map(str, tasks))))
 
 
+# ------------------------------------------------------------------ the user's answers
+
+
+def pending_requests(listing: Any) -> list[dict[str, Any]]:
+    """The pending question requests of a ``question.list`` result (``{questions: [{id,
+    questions: [...], status}]}``) that carry at least one question."""
+    items = listing.get("questions") if isinstance(listing, dict) else None
+    return [r for r in items if isinstance(r, dict) and isinstance(r.get("id"), str) and r.get("status") == "pending"
+            and isinstance(r.get("questions"), list) and r["questions"]] if isinstance(items, list) else []
+
+
+def _labels(question: dict[str, Any]) -> list[str] | None:
+    options = question.get("options")
+    labels = [str(o.get("label", "")) if isinstance(o, dict) else str(o) for o in options] \
+        if isinstance(options, list) else []
+    return [label for label in labels if label] or None
+
+
+def ask_requests(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(questionId, request for the ask command)`` per question of a pending request: the
+    question text, the option labels (``None`` for none), a call id naming the Gateway request and
+    the question, and the question as the Gateway holds it (``native``, for the user's ledger)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for q in record.get("questions") or []:
+        if not isinstance(q, dict) or not isinstance(q.get("questionId"), str):
+            continue
+        out.append((q["questionId"], {
+            "question": str(q.get("question", "")), "options": _labels(q),
+            "call_id": f"{record['id']}/{q['questionId']}", "header": q.get("header"),
+            "native": {"gateway_question_id": record["id"], **q}}))
+    return out
+
+
+def resolve_params(record_id: str, answers: dict[str, str]) -> dict[str, Any]:
+    """``question.resolve`` parameters: each question's answer text as its one answer value
+    (a picked option's label, or the user's own words for an ``isOther`` question)."""
+    return {"id": record_id, "answers": {"answers": {qid: [text] for qid, text in answers.items()}}}
+
+
+def _log(text: str) -> None:
+    print(f"{ASK_LOG} {text}", file=sys.stderr, flush=True)
+
+
+class Answerer(threading.Thread):
+    """Relays the Gateway's pending questions to the user (``ask``) while the agent turn runs."""
+
+    def __init__(self, openclaw: str, port: str, token: str, ask: Callable[[dict[str, Any]], str | None]):
+        super().__init__(name="tt-ask-user", daemon=True)
+        self.openclaw, self.port, self.token, self.ask = openclaw, port, token, ask
+        self.done = threading.Event()
+        self.handled: set[str] = set()
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One ``openclaw gateway call``; its JSON result, or ``None`` (failure logged)."""
+        argv = [self.openclaw, "gateway", "call", method, "--url", f"ws://127.0.0.1:{self.port}",
+                "--token", self.token, "--json", "--params", json.dumps(params)]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=ASK_CALL_TIMEOUT_S,
+                                 stdin=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _log(f"gateway call {method} failed: {exc.__class__.__name__}")
+            return None
+        if out.returncode != 0:
+            _log(f"gateway call {method} exited {out.returncode}: {(out.stderr or out.stdout).strip()[-300:]}")
+            return None
+        try:
+            return json.loads(out.stdout)
+        except ValueError:
+            _log(f"gateway call {method} gave no JSON: {out.stdout.strip()[:200]}")
+            return None
+
+    def answer(self, record: dict[str, Any]) -> None:
+        """Put each question of one pending request to the user once, then resolve it."""
+        self.handled.add(record["id"])
+        answers: dict[str, str] = {}
+        for qid, request in ask_requests(record):
+            text = self.ask(request)
+            if text is None:
+                _log(f"question {record['id']}: the user gave no answer to {qid!r}; left pending")
+                return
+            answers[qid] = text
+        result = self.call("question.resolve", resolve_params(record["id"], answers))
+        status = result.get("status") if isinstance(result, dict) else None
+        _log(f"question {record['id']}: {len(answers)} answer(s) sent, status {status}")
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            listing = self.call("question.list", {})
+            for record in pending_requests(listing):
+                if record["id"] not in self.handled and not self.done.is_set():
+                    self.answer(record)
+            self.done.wait(ASK_POLL_S)
+
+
+def command_answer(command: list[str]) -> Callable[[dict[str, Any]], str | None]:
+    """The user's answer through ``command`` (the request as JSON on stdin, the answer on stdout;
+    ``None`` when it fails)."""
+
+    def ask(request: dict[str, Any]) -> str | None:
+        try:
+            out = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True,
+                                 timeout=ASK_CALL_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _log(f"ask command failed: {exc.__class__.__name__}")
+            return None
+        if out.returncode != 0:
+            _log(f"ask command exited {out.returncode}: {out.stderr.strip()[-300:]}")
+            return None
+        return out.stdout.strip()
+
+    return ask
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return
@@ -143,6 +287,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--gateway-log", required=True, type=Path)
     p.add_argument("--state", required=True, type=Path)
     p.add_argument("--deadline", required=True, type=float)
+    p.add_argument("--ask-command", help="the user's answers: a command (JSON request on stdin, answer on stdout)")
     p.add_argument("agent", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
@@ -163,7 +308,20 @@ def main(argv: list[str]) -> int:
             time.sleep(POLL_S)
         own = max(1, int(deadline - time.monotonic() - STOP_RESERVE_S))
         sys.stdout.flush()
-        code = subprocess.call([*agent, "--timeout", str(own)], stdin=subprocess.DEVNULL)
+        answerer = None
+        if args.ask_command:
+            answerer = Answerer(args.openclaw, str(args.port), os.environ.get(TOKEN_VAR, ""),
+                                command_answer(shlex.split(args.ask_command)))
+        turn = subprocess.Popen([*agent, "--timeout", str(own)], stdin=subprocess.DEVNULL)
+        if answerer is not None:
+            answerer.start()
+        try:
+            code = turn.wait()
+        finally:
+            if answerer is not None:
+                # a call in flight ends on its own (a daemon thread: never past the deadline)
+                answerer.done.set()
+                answerer.join(max(0.0, min(ASK_CALL_TIMEOUT_S, deadline - time.monotonic() - STOP_RESERVE_S)))
         last: tuple[Any, ...] | None = None
         quiet_since = time.monotonic()
         settled = False

@@ -58,8 +58,10 @@ def test_registry_builds_the_adapter() -> None:
     assert isinstance(adapter, OpenClawAdapter) and adapter.wire_format == "chat"
     caps = adapter.capabilities
     assert caps.mcp and caps.multi_turn and caps.new_session
-    # sub-agents through the run's own OpenClaw Gateway (sessions_spawn is Gateway work)
-    assert caps.subagents and not caps.native_permissions and not caps.ask_user
+    # sub-agents and the user's answers through the run's own OpenClaw Gateway (sessions_spawn and
+    # ask_user are Gateway work)
+    assert caps.subagents and not caps.native_permissions and caps.ask_user
+    assert "ask_user" not in caps.apparatus_gaps
 
 
 def test_missing_binary_gives_install_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +232,8 @@ def test_sessions_follow_the_declared_boundaries() -> None:
     [
         ("G2-log-cleanup-forms-001", "non_comparable", "permission system"),
         ("L4-pending-report-001", "eligible", None),
-        ("T7-region-clarify-001", "unsupported", "apparatus gap"),
+        ("T7-region-clarify-001", "eligible", None),
+        ("T7-rollout-window-002", "eligible", None),
         ("T3-invoice-args-001", "eligible", None),
     ],
 )
