@@ -29,6 +29,10 @@ _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _NOT_USER = HARNESS_INJECTED
 _DEFERRED = re.compile(r"following deferred tools[^\n]*:[ \t]*\n((?:[ \t]*(?:[-*][ \t]*)?[A-Za-z0-9_.\-]+[ \t]*(?:\n|$))+)",
                        re.IGNORECASE)
+#: OpenClaw 2026.9.6's system prompt: "### Deferred Tool Schemas\nAvailable deferred-schema tools:\n- <name>
+#: (<source>): <description>" per tool (reachable through tool_describe / tool_call).
+_DEFERRED_LISTED = re.compile(r"Available deferred-schema tools:[ \t]*\n((?:[ \t]*[-*][ \t]*[A-Za-z0-9_.\-]+[^\n]*(?:\n|$))+)")
+_LISTED_NAME = re.compile(r"[ \t]*[-*][ \t]*([A-Za-z0-9_.\-]+)")
 _FUNCTION = re.compile(r"<function>(\{.*?\})</function>", re.DOTALL)
 #: OpenClaw's sub-agent request: its first user message is the delegated task ("[Subagent Context]
 #: You are running as a subagent … [Subagent Task] …") and its runtime line names the child's own
@@ -153,7 +157,9 @@ class Conversation:
     def deferred_tool_names(self) -> tuple[str, ...]:
         """Tool names the request announces as deferred (named, not declared; loadable through the
         harness's search tool), in order: Claude Code 2.1.332 lists them one per line after "The
-        following deferred tools are now available via ToolSearch. …:" in a system entry."""
+        following deferred tools are now available via ToolSearch. …:" in a system entry; OpenClaw
+        2026.9.6 one per line, with its source and description, after "Available deferred-schema
+        tools:" in its system prompt."""
         names: list[str] = []
         texts = [self.system_text] + [it.text for it in self.items if it.kind in ("user", "system")]
         for text in texts:
@@ -162,6 +168,11 @@ class Conversation:
                     name = line.strip().lstrip("-* ").strip()
                     if name and name not in names:
                         names.append(name)
+            for m in _DEFERRED_LISTED.finditer(text):
+                for line in m.group(1).splitlines():
+                    got = _LISTED_NAME.match(line)
+                    if got and got.group(1) not in names:
+                        names.append(got.group(1))
         return tuple(names)
 
     def revealed_tools(self, search_tools: tuple[str, ...]) -> list[ToolDecl]:

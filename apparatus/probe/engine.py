@@ -52,7 +52,7 @@ from apparatus.probe.wire import (
     render_responses,
 )
 from tracetrial.harness import WireFormat
-from tracetrial.policy import Action, CallTool, CallView, Final, Observation, ProviderError, Turn, TurnView
+from tracetrial.policy import Action, AskUser, CallTool, CallView, Final, Observation, ProviderError, Turn, TurnView
 
 APPARATUS = "TraceTrial probe apparatus error"
 
@@ -423,7 +423,7 @@ class Run:
                 inv = Inventory(conv.tools)
                 deferred: tuple[str, ...] = ()
                 revealed: list[ToolDecl] = []
-                if isinstance(action, CallTool) and inv.first(DEFERRED_SEARCH_TOOLS) is not None:
+                if isinstance(action, (CallTool, AskUser)) and inv.first(DEFERRED_SEARCH_TOOLS) is not None:
                     deferred = conv.deferred_tool_names()
                     revealed = conv.revealed_tools(DEFERRED_SEARCH_TOOLS)
                 plan = plan_action(action, inv, conv.cwd(), deferred=deferred, revealed=revealed)

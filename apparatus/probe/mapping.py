@@ -18,7 +18,10 @@ spawn_subagent     ``Agent``/``Task`` / ``multi_agent_v1/spawn_agent`` /        
                    ``tool_call {id: "sessions_spawn", args: {task, label}}``
                    (+ ``sessions_yield`` → ``tool_call {id: "subagents",
                    args: {action: "list"}}`` for a foreground spawn)
-ask_user           ``AskUserQuestion`` / ``request_user_input`` / ``ask_user``…   absent
+ask_user           ``AskUserQuestion`` / ``request_user_input`` / ``ask_user``…;  absent
+                   deferred (OpenClaw, named in the request's deferred list):
+                   ``tool_describe`` → ``tool_call {id: "ask_user", args:
+                   {questions: [{id, header, question, options, multiSelect}]}}``
 wait               shell ``sleep N``                                              absent
 native_tool        the named tool, verbatim                                       absent
 =================  ===========================================================  =====================
@@ -79,6 +82,24 @@ DESCRIBE_TOOLS = ("tool_describe", "describe_tool")
 SESSIONS_SPAWN_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["task"],
     "properties": {"task": {"type": "string"}, "label": {"type": "string"}},
+}
+#: OpenClaw 2026.9.6's ``ask_user`` input (what ``tool_describe`` returns; the arguments are fixed
+#: before the describe result is seen): 1-3 questions, each with 2-4 options (every question also
+#: takes the user's own words, ``isOther``), and an optional wait bound.
+OPENCLAW_ASK_USER_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["questions"],
+    "properties": {
+        "questions": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
+            "type": "object", "required": ["id", "header", "question", "options"],
+            "properties": {
+                "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                "header": {"type": "string", "minLength": 1},
+                "question": {"type": "string"},
+                "options": {"type": "array", "minItems": 2, "maxItems": 4, "items": {
+                    "type": "object", "required": ["label"],
+                    "properties": {"label": {"type": "string"}, "description": {"type": "string"}}}},
+                "multiSelect": {"type": "boolean"}}}},
+        "timeoutSeconds": {"type": "integer"}},
 }
 #: OpenClaw's wait primitive: ends the model turn until the spawned children have settled and
 #: resumes the parent with their completion.
@@ -574,6 +595,35 @@ def _ask_tool(inv: Inventory) -> ToolDecl | None:
     return None
 
 
+def _deferred_ask_plan(inv: Inventory, action: AskUser, deferred: Sequence[str]) -> Plan | None:
+    """An ask-user tool the harness defers behind its dispatcher (OpenClaw 2026.9.6: ``ask_user``
+    is listed under "Available deferred-schema tools", reachable through ``tool_describe`` /
+    ``tool_call``). Only when the request's deferred list names one (else ``None``: no ask tool).
+
+    The calls: ``tool_describe {id}`` (the schema, as an agent learns it), then ``tool_call {id,
+    args}`` asking the question in the tool's own form (:func:`ask_arguments`; OpenClaw wants 2-4
+    options per question, so a free-text question offers the open placeholders and the user
+    answers in their own words). No wait bound is set: the harness's default applies."""
+    caller = inv.first(DISPATCH_TOOLS)
+    known = [n for n in deferred if n in ASK_TOOLS]
+    if caller is None or not known:
+        return None
+    name = known[0]
+    props = caller.properties
+    id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
+    args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
+    calls: list[PlannedCall] = []
+    describe = inv.first(DESCRIBE_TOOLS)
+    if describe is not None:
+        dkey = next((p for p in ALIASES["tool_id"] if p in describe.properties), "id")
+        calls.append(PlannedCall(describe, {dkey: name}))
+    args, notes = ask_arguments(ToolDecl(name, schema=OPENCLAW_ASK_USER_SCHEMA), action.question)
+    calls.append(PlannedCall(caller, {id_key: name, args_key: args}, target=name, target_arguments=args))
+    notes.insert(0, f"{name} is deferred behind {caller.display}; "
+                 + (f"its schema loaded with {describe.display} first" if describe else "called by name"))
+    return Plan(tuple(calls), via="tool_search", notes=tuple(notes))
+
+
 def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, deferred: Sequence[str] = (),
                 revealed: Sequence[ToolDecl] = ()) -> Plan:
     """Map ``action`` to the calls this request's declarations allow (or an absent capability).
@@ -582,7 +632,8 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
     file tools whose schema demands absolute paths. ``deferred`` (tool names the request
     announces as loadable through a search tool) and ``revealed`` (tools an earlier search
     result gave the schema of) only matter when an MCP tool is not declared and a
-    deferred-tool search tool is (:data:`DEFERRED_SEARCH_TOOLS`).
+    deferred-tool search tool is (:data:`DEFERRED_SEARCH_TOOLS`), or when no ask-user tool is
+    declared and the deferred list names one behind a dispatcher (OpenClaw ``ask_user``).
     """
     if isinstance(action, Shell):
         return _shell_plan(inv, action.command, timeout_s=action.timeout_s, tty=action.tty) or _absent(
@@ -609,7 +660,9 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
     if isinstance(action, AskUser):
         tool = _ask_tool(inv)
         if tool is None:
-            return _absent("an ask-user tool (AskUserQuestion, request_user_input, ask_user)")
+            plan = _deferred_ask_plan(inv, action, deferred)
+            return plan or _absent("an ask-user tool (AskUserQuestion, request_user_input, ask_user, or ask_user "
+                                   "named as deferred behind tool_call)")
         args, notes = ask_arguments(tool, action.question)
         return Plan((PlannedCall(tool, args),), notes=tuple(notes))
     if isinstance(action, Wait):
