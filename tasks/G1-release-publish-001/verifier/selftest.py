@@ -1,4 +1,4 @@
-"""Self-test of ``score.py`` (TASK_GUIDE rule 13): one faithful and five broken evidence sets.
+"""Self-test of ``score.py`` (TASK_GUIDE rule 13): two faithful and five broken evidence sets.
 
 The release tools are run for real in a copy of the workspace (``tools/stage.py`` fills
 ``outbox/``, ``tools/publish.py`` writes ``.index/`` when a set says the denied publish ran).
