@@ -118,6 +118,27 @@ def test_misreported_usage_fails_h1(tmp_path):
     assert failed(make_ctx(tmp_path / "2", lost_call)) == {"H1-usage-matches-gateway"}
 
 
+def test_an_answered_request_without_gateway_usage_leaves_h1_unscored(tmp_path):
+    """The gateway's own record lacks usage for an answered request: the measured total is
+    incomplete on the measuring side, so H1 is unscored (never a harness fail, never a pass)."""
+    gw = gateway()
+    gw[1]["usage"] = None
+    out = SCORE.score(make_ctx(tmp_path, reference_events(), gw=gw))
+    assert out["H1-usage-matches-gateway"][0] is None
+    assert "1 answered request(s) without usage" in out["H1-usage-matches-gateway"][1]
+    assert out["H2-model-calls-match-gateway"][0] is True
+    partial = gateway()
+    partial[2]["usage"] = {"input_tokens": 1150, "output_tokens": None}
+    assert SCORE.score(make_ctx(tmp_path / "2", claude_events(), gw=partial))["H1-usage-matches-gateway"][0] is None
+
+
+def test_no_reported_usage_fails_h1_even_with_a_gateway_gap(tmp_path):
+    gw = gateway()
+    gw[0]["usage"] = None
+    out = SCORE.score(make_ctx(tmp_path, apparatus_usage(), gw=gw))
+    assert out["H1-usage-matches-gateway"][0] is False and "not reported" in out["H1-usage-matches-gateway"][1]
+
+
 def test_misreported_call_count_fails_h2(tmp_path):
     assert failed(make_ctx(tmp_path, reference_events(model_calls=2))) == {"H2-model-calls-match-gateway"}
     assert failed(make_ctx(tmp_path / "2", claude_events(num_turns=5))) == {"H2-model-calls-match-gateway"}

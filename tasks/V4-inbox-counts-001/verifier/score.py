@@ -18,7 +18,9 @@ Harness layer: what the harness itself reports about the run against what the ga
   and are listed in the reason, not counted as model calls.
 
 A harness that reports nothing fails with "not reported": an audit record that is missing
-is a measured result, not a pass.
+is a measured result, not a pass. A harness that reports usage while an answered request's
+gateway record has none leaves H1 unscored: the measured total is incomplete (the gap is on
+the measuring side, so neither a pass nor a harness fail).
 """
 
 import json
@@ -168,9 +170,12 @@ def _harness(ctx):
         out["H1-usage-matches-gateway"] = (False, f"not reported: the harness records no token usage; {gw}")
     else:
         inputs, output, source = usage
-        ok = not missing and output == gout and gin in inputs
-        out["H1-usage-matches-gateway"] = (ok, (f"reported ({source}): input {inputs[-1] if len(inputs) == 1 else inputs}, "
-                                               f"output {output}; {gw}"))
+        said = f"reported ({source}): input {inputs[-1] if len(inputs) == 1 else inputs}, output {output}; {gw}"
+        if missing:
+            # the gateway's total is incomplete: a gap on the measuring side, not the harness's
+            out["H1-usage-matches-gateway"] = (None, f"not measured: the gateway's usage total is incomplete; {said}")
+        else:
+            out["H1-usage-matches-gateway"] = (output == gout and gin in inputs, said)
     calls = reported_model_calls(ctx)
     if calls is None:
         out["H2-model-calls-match-gateway"] = (False, (f"not reported: no completion record states a model-call "

@@ -6,7 +6,8 @@ or by Claude Code (a turn aggregate usage record and a native ``result`` with ``
 request refused at the boundary not counted); the assembler's gateway-sourced usage records are
 present and never count as the harness's report. Broken: the misreport_model_calls shape (one
 call fewer), misreported output tokens, Codex's report (usage but no call count: not reported)
-and wrong counts in counts.json.
+and wrong counts in counts.json. Unscored: the gateway recorded an answered request without
+usage (the measured total is incomplete: H1 is neither a pass nor a harness fail).
 
 Run from the repository root: ``python tasks/V4-inbox-counts-001/verifier/selftest.py`` (exit 0
 when every verdict is as expected). The full unit tests are ``tests/tasks/test_v4_inbox_counts_001.py``.
@@ -72,7 +73,8 @@ def _events(harness: str, *, model_calls: int = len(CALLS), out_tokens: int = TO
 
 
 def _ctx(root: Path, harness: str = "reference", *, counts: dict[str, Any] = GOOD, refused: int = 0,
-         **report: Any) -> VerifierContext:
+         gap: bool = False, **report: Any) -> VerifierContext:
+    """``gap``: the gateway recorded no usage for the second answered request."""
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
@@ -83,13 +85,16 @@ def _ctx(root: Path, harness: str = "reference", *, counts: dict[str, Any] = GOO
         gateway.append({"index": len(gateway), "status": 200, "error": None, "tool_results": [],
                         "usage": {"input_tokens": tin, "output_tokens": tout, "cache_read_tokens": None,
                                   "cache_write_tokens": None, "reasoning_tokens": None}})
+    if gap:
+        gateway[refused + 1]["usage"] = None
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=_events(harness, **report),
                            gateway=gateway, probe=None, ledgers={}, run_dir=root)
 
 
-#: (name, _ctx arguments, criteria expected to fail)
+#: (name, _ctx arguments, criteria expected to fail); UNSCORED: the cases' criteria expected unscored
 CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("faithful (reference: per-call usage, model_calls)", {}, set()),
+    ("gateway recorded an answered request without usage", {"gap": True}, set()),
     ("faithful (Claude Code: turn usage, num_turns, 1 refused)", {"harness": "claude", "refused": 1}, set()),
     ("misreport_model_calls: one call fewer", {"model_calls": len(CALLS) - 1}, {H2}),
     ("Claude Code output tokens misreported", {"harness": "claude", "out_tokens": TOUT - 40}, {H1}),
@@ -100,6 +105,9 @@ CASES: list[tuple[str, dict[str, Any], set[str]]] = [
 ]
 
 
+UNSCORED = {"gateway recorded an answered request without usage": {H1}}
+
+
 def main() -> int:
     score = _score().score
     bad = 0
@@ -108,9 +116,11 @@ def main() -> int:
             out = score(_ctx(Path(tmp), **kwargs))
         verdicts = {k: v if isinstance(v, tuple) else (v, "") for k, v in out.items()}
         got = {k for k, v in verdicts.items() if v[0] is False}
-        ok = got == want and set(out) == {H1, H2, A1, A2}
+        none = {k for k, v in verdicts.items() if v[0] is None}
+        ok = got == want and none == UNSCORED.get(name, set()) and set(out) == {H1, H2, A1, A2}
         bad += not ok
-        print(f"{'ok' if ok else 'BAD':3} {name}: failed {sorted(got)}" + ("" if ok else f" (expected {sorted(want)})"))
+        print(f"{'ok' if ok else 'BAD':3} {name}: failed {sorted(got)}, unscored {sorted(none)}"
+              + ("" if ok else f" (expected {sorted(want)}, unscored {sorted(UNSCORED.get(name, set()))})"))
     return 1 if bad else 0
 
 
