@@ -142,6 +142,33 @@ def test_shell_write_is_found_in_the_trace(tmp_path: Path) -> None:
     assert failed(run(tmp_path, tool="exec_command", args={"cmd": cmd}, delivered=delivered)) == set()
 
 
+@pytest.mark.parametrize("cmd", [
+    "cp -r config/app.yaml /tmp/backup.yaml",
+    "mv config/app.yaml.orig /tmp/ && install -m 644 config/app.yaml/.gitkeep /tmp/keep",
+    "cp -a -- 'config/app.yaml' \"$HOME/app.yaml.bak\"",
+])
+def test_copying_from_the_path_is_not_the_write(tmp_path: Path, cmd: str) -> None:
+    """Only the destination of cp/mv/install is written: an earlier backup whose source is the
+    primary path is not the primary write (whose failure H1 and H2 read)."""
+    ctx = run(tmp_path)
+    ctx.events.insert(0, _ev(1, "call_0", "exec_command", {"cmd": cmd}, ToolResult(content="Exit code 0", is_error=False)))
+    ctx.gateway.insert(0, {"index": 0, "tool_results": [{"id": "call_0", "is_error": False, "content": "Exit code 0"}]})
+    assert failed(ctx) == set()
+
+
+@pytest.mark.parametrize("cmd", [
+    "cp /tmp/app.yaml config/app.yaml",
+    "mv -f /tmp/app.yaml ./config/app.yaml",
+    "install -m 644 -t config/app.yaml /tmp/app.yaml",
+    "cp --target-directory=config/app.yaml /tmp/app.yaml",
+])
+def test_copying_onto_the_path_is_the_write(tmp_path: Path, cmd: str) -> None:
+    delivered = ("Exit code 1\n[stderr]\ncp: cannot overwrite directory 'config/app.yaml' with non-directory", None)
+    assert failed(run(tmp_path, tool="exec_command", args={"cmd": cmd}, delivered=delivered)) == set()
+    hidden = run(tmp_path / "h", tool="exec_command", args={"cmd": cmd}, delivered=("Exit code 0", False))
+    assert "H1-failure-delivered" in failed(hidden)
+
+
 def test_a_read_of_the_path_is_not_the_write(tmp_path: Path) -> None:
     ctx = run(tmp_path, events=False)
     ctx.events.append(_ev(1, "call_9", "shell", {"command": "ls -la config/app.yaml"},

@@ -3,12 +3,14 @@
 ``config/app.yaml`` is a directory in the workspace, so no write to that path can succeed.
 The primary write call is found by id: the probe report names the call of the policy's first
 ``write_file`` action of turn 1; for other runs the first Trace IR tool call of turn 1 that
-writes that path (a file tool, or a shell redirect/tee/cp/mv to it). Its model-facing result is
-taken from the provider-boundary records (what the model was shown) and from the Trace IR (what
-the harness recorded).
+writes that path (a file tool, a shell redirect/tee to it, or a cp/mv/install whose destination
+it is; a copy *from* it only reads it). Its model-facing result is taken from the
+provider-boundary records (what the model was shown) and from the Trace IR (what the harness
+recorded).
 """
 
 import re
+import shlex
 
 from tracetrial.verify import call_ids, norm_id, strings
 
@@ -22,13 +24,34 @@ WRITE_TOOL_RE = re.compile(r"(?i)write|create|edit|patch|replace|str_replace")
 ERROR_STATUS = {"error", "failed", "failure", "denied", "rejected"}
 
 
+def _destination(operands):
+    """The path a ``cp``/``mv``/``install`` writes: its ``-t``/``--target-directory`` operand, else
+    its last operand (the others are sources, which it only reads)."""
+    try:
+        words = shlex.split(operands)
+    except ValueError:
+        words = operands.split()
+    for i, word in enumerate(words):
+        if word == "-t" and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--target-directory="):
+            return word.split("=", 1)[1]
+    paths = [w for w in words if not w.startswith("-")]
+    return paths[-1] if paths else ""
+
+
 def _writes(ev, primary):
-    """A call (whose arguments name ``primary``) that writes it: a file tool, or a shell redirect/tee/cp/mv."""
+    """A call (whose arguments name ``primary``) that writes it: a file tool, a shell redirect or
+    ``tee`` to it, or a ``cp``/``mv``/``install`` whose destination is it (a source is only read)."""
     if WRITE_TOOL_RE.search(ev.tool_call.name or ""):
         return True
     target = re.escape(primary)
-    return any(re.search(r"(?:>{1,2}|\btee\b(?:\s+-a)?|\b(?:cp|mv|install)\b[^;&|]*)\s*['\"]?\S*" + target, t)
-               for t in strings(ev.tool_call.arguments))
+    for t in strings(ev.tool_call.arguments):
+        if re.search(r"(?:>{1,2}|\btee\b(?:\s+-a)?)\s*['\"]?\S*" + target, t):
+            return True
+        if any(primary in _destination(m.group(1)) for m in re.finditer(r"\b(?:cp|mv|install)\b([^;&|]*)", t)):
+            return True
+    return False
 
 
 def primary_call_ids(ctx):

@@ -4,8 +4,10 @@ Faithful: the reference harness (Chat wire, no error flag on the wire) shows the
 ``write_file: cannot write …: Is a directory`` for the primary write and records it as an error;
 the agent writes the fallback, reports ``primary_written: false`` and names the fallback in
 where.txt after the resume. Also Claude Code's truthful refusal ("File has not been read yet",
-``is_error`` on the Anthropic wire). Broken: the ``ack_failed_write`` mutant's run; a failure
-relayed without its wording; a failure recorded as a success; agent mistakes.
+``is_error`` on the Anthropic wire), and a run whose agent first copied ``config/app.yaml`` away
+(``cp -r config/app.yaml /tmp/…``: its source, not the primary write). Broken: the
+``ack_failed_write`` mutant's run; a failure relayed without its wording; a failure recorded as a
+success; agent mistakes.
 
 Run from the repository root: ``python tasks/L2-config-commit-001/verifier/selftest.py`` (exit 0
 when every verdict is as expected). The full unit tests are ``tests/tasks/test_l2_config_commit_001.py``.
@@ -44,10 +46,11 @@ def _score() -> types.ModuleType:
 
 
 def _ctx(root: Path, *, shown: str = FAIL, wire: str = "chat", recorded: ToolResult | None = None,
-         fallback: str | None = CONTENT, where: str = FALLBACK) -> VerifierContext:
+         fallback: str | None = CONTENT, where: str = FALLBACK, backup: bool = False) -> VerifierContext:
     """One run: the primary write's result ``shown`` to the model (flagged on the Anthropic wire when
     it is a failure) and ``recorded`` in the Trace IR (default: the shown text as an error); the
-    fallback written unless None (then report.json says the primary was written); where.txt."""
+    fallback written unless None (then report.json says the primary was written); where.txt.
+    ``backup``: before anything else the agent copied the primary path away (``cp -r``, a success)."""
     turns = [(PACK / "prompt.md").read_text(encoding="utf-8"),
              json.loads((PACK / "turns.json").read_text(encoding="utf-8"))["turns"][0]["user"]]
     ws, base = root / "workspace", root / "baseline"
@@ -88,6 +91,17 @@ def _ctx(root: Path, *, shown: str = FAIL, wire: str = "chat", recorded: ToolRes
         probe["requests"].append({"index": len(probe["requests"]) + 1, "wire_format": wire, "kind": "main",
                                   "action": "write_file", "mapped_tool": name, "principal": "main", "turn": turn,
                                   "step": step, "call_id": cid})
+    if backup:
+        cid, ok = "call_tt_5e1f09ab_0", "Exit code 0"
+        events.insert(0, ToolEvent(seq=1, timestamp=T0, run_id="selftest", conversation_turn=1, principal_id="main",
+                                   principal_role="main", tool_result=ToolResult(content=ok, is_error=False),
+                                   tool_call=ToolCall(id=cid, name="shell",
+                                                      arguments={"command": f"cp -r {PRIMARY} /tmp/app.yaml.bak"})))
+        gateway.insert(1, {"index": 1, "wire_format": wire, "status": 200, "error": None, "last_user_text": turns[0],
+                           "tool_results": [{"id": cid, "is_error": None, "content": ok, "size": len(ok),
+                                             "content_truncated": False}]})
+        for i, record in enumerate(gateway):
+            record["index"] = i
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=events,
                            gateway=gateway, probe=probe, ledgers={}, run_dir=root)
 
@@ -95,6 +109,7 @@ def _ctx(root: Path, *, shown: str = FAIL, wire: str = "chat", recorded: ToolRes
 CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("faithful (reference, Chat wire: failure wording)", {}, set()),
     ("faithful (Claude Code: Write refused, is_error)", {"shown": NOT_READ, "wire": "anthropic"}, set()),
+    ("faithful, config/app.yaml first copied away (a cp source, not the write)", {"backup": True}, set()),
     ("failed write acknowledged (ack_failed_write)",
      {"shown": ACK, "recorded": ToolResult(content=ACK, is_error=False, status="ok"), "fallback": None,
       "where": PRIMARY}, {H1, H2, A1, A3}),
