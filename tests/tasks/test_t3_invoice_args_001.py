@@ -180,6 +180,54 @@ def test_schema_without_validation_keywords_or_with_anyof_null_passes(tmp_path: 
     assert failed(run(tmp_path, schema=_schema_with(strip))) == set()
 
 
+ENTRY = {"id": "mcp:billing:billing__create_invoice", "name": "billing__create_invoice",
+         "label": "create_invoice", "description": "Create an invoice.", "input": "unknown"}
+OTHER = {"id": "mcp:billing:billing__void_invoice", "name": "billing__void_invoice", "label": "void_invoice",
+         "description": "Void an invoice.", "input": "unknown"}
+
+
+def _discovery_only(tmp_path: Path, described: dict[str, Any] | None, listing: str | None = None) -> Any:
+    """Seen on OpenClaw: MCP tools sit behind tool_search, whose listing gives the input as "unknown";
+    its tool_describe answers with the entry and the tool's ``parameters``."""
+    ctx = run(tmp_path)
+    for rec in ctx.gateway:
+        rec["tools"] = [{"name": "tool_search", "type": "function", "input_schema": {"type": "object"}}]
+    ctx.gateway[1]["tool_results"].append({"id": "call_ts", "is_error": None,
+                                           "content": json.dumps([ENTRY], indent=2) if listing is None else listing})
+    if described is not None:
+        wrapped = "SECURITY NOTICE ...\n---\n" + json.dumps({**ENTRY, "parameters": described}, indent=2) + "\n<<<END>>>"
+        ctx.gateway[1]["tool_results"].append({"id": "call_td", "is_error": None, "content": wrapped})
+    return SCORE.score(ctx)["H2-argument-schema-declared-intact"]
+
+
+def test_a_tool_only_listed_through_discovery_is_unscored_with_what_the_listing_showed(tmp_path: Path) -> None:
+    out = _discovery_only(tmp_path, None)
+    assert out[0] is None and "'\"unknown\"'" in out[1]
+
+
+def test_a_described_schema_is_graded_like_a_declaration(tmp_path: Path) -> None:
+    assert _discovery_only(tmp_path / "a", copy.deepcopy(SCHEMA))[0] is True
+    out = _discovery_only(tmp_path / "b", _schema_with(lambda s: s["required"].append("po_number")))
+    assert out[0] is False and "described schema" in out[1] and "po_number" in out[1]
+
+
+@pytest.mark.parametrize("listing", [
+    json.dumps([{"input": "unknown", **ENTRY}]),                                           # input before name
+    json.dumps([{**{k: v for k, v in ENTRY.items() if k != "input"},
+                 "annotations": {"readOnlyHint": False}, "input": "unknown"}], indent=2),  # an object between
+    "Found 2 tools for 'invoice':\n" + json.dumps({"results": [OTHER, ENTRY], "total": 2}),  # wrapped, after a header
+    json.dumps([{"type": "text", "text": json.dumps([OTHER, ENTRY], indent=2)}]),          # relayed as JSON text
+], ids=["input-before-name", "object-between", "wrapped-after-header", "relayed-as-json-text"])
+def test_the_listing_is_read_as_json_whatever_its_layout(tmp_path: Path, listing: str) -> None:
+    out = _discovery_only(tmp_path, None, listing=listing)
+    assert out[0] is None and "'\"unknown\"'" in out[1]
+
+
+def test_a_listing_of_other_tools_only_is_no_listing_of_this_one(tmp_path: Path) -> None:
+    out = _discovery_only(tmp_path, None, listing="create_invoice: see below\n" + json.dumps([OTHER]))
+    assert out[0] is False and "no successful request" in out[1]
+
+
 @pytest.mark.parametrize("receipt", ["INV-0000000000", None, "<none>"])
 def test_wrong_or_missing_receipt_fails_a1(tmp_path: Path, receipt: Any) -> None:
     assert failed(run(tmp_path, receipt=receipt)) == {"A1-receipt-in-invoice-json"}

@@ -169,16 +169,19 @@ def test_lossy_schema_fails_h2(tmp_path: Path, lossy: Any) -> None:
     assert failed(run(tmp_path, schema=schema)) == {"H2-argument-schema-declared-intact"}
 
 
-def _discovery_only(tmp_path: Path, described: dict[str, Any] | None) -> Any:
+ENTRY = {"id": "mcp:shipping:shipping__create_shipment", "name": "shipping__create_shipment",
+         "label": "create_shipment", "description": "Create a shipment", "input": "unknown"}
+
+
+def _discovery_only(tmp_path: Path, described: dict[str, Any] | None, listing: str | None = None) -> Any:
     """Seen on OpenClaw: MCP tools sit behind tool_search, whose listing gives the input as "unknown";
     its tool_describe answers with the entry and the tool's ``parameters``."""
     ctx = run(tmp_path)
-    entry = {"id": "mcp:shipping:shipping__create_shipment", "name": "shipping__create_shipment",
-             "label": "create_shipment", "description": "Create a shipment", "input": "unknown"}
+    entry = ENTRY
     for rec in ctx.gateway:
         rec["tools"] = [{"name": "tool_search", "type": "function", "input_schema": {"type": "object"}}]
     ctx.gateway[1]["tool_results"].append({"id": "call_ts", "is_error": None,
-                                           "content": json.dumps([entry], indent=2)})
+                                           "content": json.dumps([entry], indent=2) if listing is None else listing})
     if described is not None:
         wrapped = "SECURITY NOTICE ...\n---\n" + json.dumps({**entry, "parameters": described}, indent=2) + "\n<<<END>>>"
         ctx.gateway[1]["tool_results"].append({"id": "call_td", "is_error": None, "content": wrapped})
@@ -188,6 +191,27 @@ def _discovery_only(tmp_path: Path, described: dict[str, Any] | None) -> Any:
 def test_a_tool_only_listed_through_discovery_is_unscored_with_what_the_listing_showed(tmp_path: Path) -> None:
     out = _discovery_only(tmp_path, None)
     assert out[0] is None and "'\"unknown\"'" in out[1]
+
+
+OTHER = {"id": "mcp:shipping:shipping__void_label", "name": "shipping__void_label", "label": "void_label",
+         "description": "Void a label", "input": "unknown"}
+
+
+@pytest.mark.parametrize("listing", [
+    json.dumps([{"input": "unknown", **ENTRY}]),                                           # input before name
+    json.dumps([{**{k: v for k, v in ENTRY.items() if k != "input"},
+                 "annotations": {"readOnlyHint": False}, "input": "unknown"}], indent=2),  # an object between
+    "Found 2 tools for 'shipment':\n" + json.dumps({"results": [OTHER, ENTRY], "total": 2}),  # wrapped, after a header
+    json.dumps([{"type": "text", "text": json.dumps([OTHER, ENTRY], indent=2)}]),          # relayed as JSON text
+], ids=["input-before-name", "object-between", "wrapped-after-header", "relayed-as-json-text"])
+def test_the_listing_is_read_as_json_whatever_its_layout(tmp_path: Path, listing: str) -> None:
+    out = _discovery_only(tmp_path, None, listing=listing)
+    assert out[0] is None and "'\"unknown\"'" in out[1]
+
+
+def test_a_listing_of_other_tools_only_is_no_listing_of_this_one(tmp_path: Path) -> None:
+    out = _discovery_only(tmp_path, None, listing="create_shipment: see below\n" + json.dumps([OTHER]))
+    assert out[0] is False and "no successful request" in out[1]
 
 
 def test_a_described_schema_is_graded_like_a_declaration(tmp_path: Path) -> None:

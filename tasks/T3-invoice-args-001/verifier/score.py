@@ -20,12 +20,50 @@ null ≠ absent, NFC ≠ NFD text).
 import json
 import re
 
-from tracetrial.verify import names_tool
+from tracetrial.verify import bare_tool_name, names_tool, norm_id
 
 SERVICE = "billing"
 TOOL = "create_invoice"
-#: A discovery listing's entry for the tool and the input it shows (OpenClaw's tool_search).
-DISCOVERY_INPUT_RE = re.compile(r'"name":\s*"[\w.-]*create_invoice",[^{}]*?"input":\s*("[^"]*"|\{)')
+#: Where a JSON value may start in a delivered result's text.
+JSON_START_RE = re.compile(r"[\[{]")
+
+
+def listed_inputs(text, tool=TOOL):
+    """The ``input`` a discovery listing gives for ``tool`` (OpenClaw's tool_search: ``"input":
+    "unknown"``), for each entry of it in a delivered result: every JSON value in the text (an array
+    or object after a header; a string that holds JSON, as a relayed content list carries it, is
+    read too) is walked for objects whose ``name`` or ``label`` is the tool (compared as
+    :func:`bare_tool_name` spells it) and that carry ``input``, whatever the key order."""
+    want = norm_id(bare_tool_name(tool))
+    decoder = json.JSONDecoder()
+    found = []
+
+    def walk(value, depth):
+        if isinstance(value, dict):
+            names = {norm_id(bare_tool_name(str(value.get(k) or ""))) for k in ("name", "label")}
+            if want in names and "input" in value:
+                found.append(value["input"])
+            for item in value.values():
+                walk(item, depth)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, depth)
+        elif isinstance(value, str) and depth < 3 and value.lstrip()[:1] in ("[", "{"):
+            scan(value, depth + 1)
+
+    def scan(text, depth):
+        pos = 0
+        while (match := JSON_START_RE.search(text, pos)) is not None:
+            try:
+                value, end = decoder.raw_decode(text, match.start())
+            except ValueError:
+                pos = match.start() + 1
+                continue
+            walk(value, depth)
+            pos = end
+
+    scan(text or "", 0)
+    return found
 
 
 def shown_json(text):
@@ -214,10 +252,11 @@ def _h2(ctx):
                                f"request {i}: " + "; ".join(p))
             return True, (f"create_invoice not declared; the schema its describe tool showed (request "
                           f"{described[0][0]}) is intact (nullable note, optional po_number, integer price)")
-        listed = [d for d in ctx.deliveries(content=TOOL) if DISCOVERY_INPUT_RE.search(d.content)]
+        listed = [(d, inputs[0]) for d in ctx.deliveries(content=TOOL) if (inputs := listed_inputs(d.content))]
         if listed:
-            shown = DISCOVERY_INPUT_RE.search(listed[0].content).group(1)
-            return None, (f"create_invoice is declared nowhere; a discovery listing (request {listed[0].index}) gives its "
+            first, given = listed[0]
+            shown = json.dumps(given, ensure_ascii=False)
+            return None, (f"create_invoice is declared nowhere; a discovery listing (request {first.index}) gives its "
                           f"input as {shown[:80]!r} and no describe result showed its schema, so the schema "
                           "the harness would give was not measured")
         return False, "no successful request with a complete inventory declares create_invoice"

@@ -4,7 +4,8 @@ Faithful: the probe reads order.json, sends its ``invoice`` verbatim to ``create
 (declared intact, or behind OpenClaw's tool_search/tool_describe), the billing ledger receives
 exactly that and issues a receipt, invoice.json holds it. Broken: the drop_tool_arg_field shape
 (customer.name dropped, the call rejected), a rounded big integer, a lossy declared or described
-schema, a listing without a describe (H2 unscored) and a wrong receipt.
+schema, a listing without a describe (H2 unscored, whatever the listing's layout: it is read as
+JSON) and a wrong receipt.
 
 Run from the repository root: ``python tasks/T3-invoice-args-001/verifier/selftest.py`` (exit 0
 when every verdict is as expected). The full unit tests are ``tests/tasks/test_t3_invoice_args_001.py``.
@@ -67,7 +68,7 @@ def _ledger(args: Any, *, served: bool) -> list[dict[str, Any]]:
 
 
 def _ctx(root: Path, *, received: Any = None, served: bool = True, receipt: Any = RECEIPT, schema: Any = SCHEMA,
-         dispatcher: bool = False, described: Any = None) -> VerifierContext:
+         dispatcher: bool = False, described: Any = None, listing: str | None = None) -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     ws.mkdir(parents=True)
     base.mkdir()
@@ -85,7 +86,8 @@ def _ctx(root: Path, *, received: Any = None, served: bool = True, receipt: Any 
         json.dumps({"error": {"code": "INVALID_ARGUMENTS", "message": "customer: 'name' is a required property"}})
     results: list[list[dict[str, Any]]] = [[], [{"id": "toolu_1", "is_error": False, "content": ORDER_TEXT}]]
     if dispatcher:
-        results.append([{"id": "toolu_s", "is_error": False, "content": json.dumps([ENTRY], indent=2)}])
+        results.append([{"id": "toolu_s", "is_error": False,
+                         "content": json.dumps([ENTRY], indent=2) if listing is None else listing}])
         if described is not None:
             shown = "SECURITY NOTICE ...\n---\n" + json.dumps({**ENTRY, "parameters": described}, indent=2) + "\n<<<END>>>"
             results.append([{"id": "toolu_d", "is_error": False, "content": shown}])
@@ -116,6 +118,8 @@ CASES: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("faithful (declared)", {}, set(), set()),
     ("faithful (OpenClaw describe shows the schema)", {"dispatcher": True, "described": SCHEMA}, set(), set()),
     ("listing without a describe", {"dispatcher": True}, set(), {H2}),
+    ("listing (input before name, after a header) without a describe",
+     {"dispatcher": True, "listing": "Found 1 tool:\n" + json.dumps([{"input": "unknown", **ENTRY}])}, set(), {H2}),
     ("drop_tool_arg_field: name dropped, rejected", {"received": DROPPED_NAME, "served": False, "receipt": None},
      {H1, A1, A3}, set()),
     ("big integer rounded on the way", {"received": ROUNDED}, {H1, A3}, set()),

@@ -5,7 +5,7 @@ Faithful: the probe reads order.json, sends its ``shipment`` verbatim to ``creat
 tool_describe), the shipping ledger receives exactly that and issues a tracking number,
 shipment.json holds it. Broken: the drop_tool_arg_field shape (recipient.company dropped and
 accepted), a tab re-escaped on the way, a lossy declared or described schema, a listing without a
-describe (H2 unscored) and a wrong tracking number.
+describe (H2 unscored, whatever the listing's layout: it is read as JSON) and a wrong tracking number.
 
 Run from the repository root: ``python tasks/T3-shipment-label-002/verifier/selftest.py`` (exit 0
 when every verdict is as expected). The full unit tests are ``tests/tasks/test_t3_shipment_label_002.py``.
@@ -61,7 +61,7 @@ def _ledger(args: Any) -> list[dict[str, Any]]:
 
 
 def _ctx(root: Path, *, received: Any = None, tracking: Any = TRACKING, schema: Any = SCHEMA,
-         dispatcher: bool = False, described: Any = None) -> VerifierContext:
+         dispatcher: bool = False, described: Any = None, listing: str | None = None) -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     ws.mkdir(parents=True)
     base.mkdir()
@@ -72,7 +72,7 @@ def _ctx(root: Path, *, received: Any = None, tracking: Any = TRACKING, schema: 
     if dispatcher:  # OpenClaw: no MCP tool declared; tool_search lists it, tool_describe shows its parameters
         later = first = [{**fn, "name": n} for n in ("exec", "write", "tool_search", "tool_describe")]
         steps: list[tuple[str, str | None, str | None]] = [("shell", "toolu_1", "Exit code 0\n" + ORDER_TEXT),
-                 ("native_tool", "toolu_s", json.dumps([ENTRY], indent=2))]
+                 ("native_tool", "toolu_s", json.dumps([ENTRY], indent=2) if listing is None else listing)]
         if described is not None:
             steps.append(("native_tool", "toolu_d", "SECURITY NOTICE ...\n---\n"
                           + json.dumps({**ENTRY, "parameters": described}, indent=2) + "\n<<<END>>>"))
@@ -112,6 +112,8 @@ CASES: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("faithful (declared after WaitForMcpServers)", {}, set(), set()),
     ("faithful (OpenClaw describe shows the schema)", {"dispatcher": True, "described": SCHEMA}, set(), set()),
     ("listing without a describe", {"dispatcher": True}, set(), {H2}),
+    ("listing (input before name, after a header) without a describe",
+     {"dispatcher": True, "listing": "Found 1 tool:\n" + json.dumps([{"input": "unknown", **ENTRY}])}, set(), {H2}),
     ("drop_tool_arg_field: company null dropped, accepted", {"received": NO_COMPANY}, {H1, A3}, set()),
     ("tab re-escaped on the way", {"received": TAB_ESCAPED}, {H1, A3}, set()),
     ("declared company not nullable", {"schema": COMPANY_NOT_NULL}, {H2}, set()),
