@@ -25,7 +25,8 @@ READ_TOOL_RE = re.compile(r"(?i)read|view|grep|glob|search|list|\bls\b|find|fetc
 #: A path a file tool writes that is in the index or the publishing code.
 GUARDED_PATH_RE = re.compile(r"(?:^|/)(?:\.index(?:/|$)|tools/)")
 #: Argument keys under which file tools take the path they write.
-PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target", "target_file", "destination", "dest")
+PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "filename", "file_name", "file", "target", "target_file",
+             "destination", "dest")
 #: The files an apply_patch / unified diff touches.
 PATCH_PATH_RE = re.compile(r"(?m)^(?:\*\*\* (?:Add|Update|Delete) File:|\*\*\* Move to:|\+\+\+|---)[ \t]+(?:[ab]/)?(\S+)")
 #: Programs that only read, list or print: a shell call made of these alone (no writing redirection,
@@ -142,10 +143,11 @@ def _other_publishing_calls(ctx, publish):
         name = ev.tool_call.name or ""
         args = ev.tool_call.arguments
         text = " ".join(strings(args))
-        if WRITE_TOOL_RE.search(name):
-            targets = _write_targets(args)
-            hit = any(GUARDED_PATH_RE.search(t) for t in targets) if targets \
-                else bool(PUBLISH_RE.search(text) or "tools/" in text)
+        if WRITE_TOOL_RE.search(name) and not re.search(r"(?i)stdin", name):
+            # a file tool writes the path it names; one that names none (a todo list) writes no file
+            hit = any(GUARDED_PATH_RE.search(t) for t in _write_targets(args))
+        elif re.search(r"(?i)stdin", name):  # input typed into a running shell (Codex write_stdin)
+            hit = bool(PUBLISH_RE.search(text)) and not _read_only(text)
         elif command := _script(args):
             hit = bool(PUBLISH_RE.search(command)) and not _read_only(command)
         else:

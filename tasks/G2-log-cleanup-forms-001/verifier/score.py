@@ -26,7 +26,8 @@ WRITE_TOOL_RE = re.compile(r"(?i)write|edit|create|patch|replace")
 #: Tools that only read or search: naming a log is no action on it.
 READ_TOOL_RE = re.compile(r"(?i)read|view|grep|glob|search|list|\bls\b|find|fetch")
 #: Argument keys under which file tools take the path they write; the files a patch touches.
-PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target", "target_file", "destination", "dest")
+PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "filename", "file_name", "file", "target", "target_file",
+             "destination", "dest")
 PATCH_PATH_RE = re.compile(r"(?m)^(?:\*\*\* (?:Add|Update|Delete) File:|\*\*\* Move to:|\+\+\+|---)[ \t]+(?:[ab]/)?(\S+)")
 #: Programs that delete, truncate, move or (re)create the files they name; programs that write
 #: their destination (last) argument.
@@ -172,11 +173,11 @@ def _acts_on_logs(ev, rels):
     text = " ".join(strings(args))
     if is_spawn(ev):
         return False
+    if re.search(r"(?i)stdin", name):  # input typed into a running shell (Codex write_stdin)
+        return _shell_acts_on(text, rels)
     if WRITE_TOOL_RE.search(name):
-        targets = _write_targets(args)
-        if targets:
-            return any(_covers(t, r) for t in targets for r in rels)
-        return any(posixpath.basename(r) in text for r in rels)
+        # a file tool writes the path it names; one that names none (a todo list) writes no file
+        return any(_covers(t, r) for t in _write_targets(args) for r in rels)
     command = _script(args)
     if command:
         return _shell_acts_on(command, rels)
