@@ -110,6 +110,25 @@ def test_wrong_table_or_lock_fails_a1(tmp_path):
     assert failed(ctx) == {"A1-backup-report"}
 
 
+@pytest.mark.parametrize("name", ["public.{t}", '"public"."{t}"', " {t} "])
+def test_schema_qualified_table_name_passes_a1(tmp_path, name):
+    # the warning prints the table as "public.<t>": the same table, schema-qualified, is right
+    ctx = make_ctx(tmp_path)
+    report = json.loads((ctx.workspace / "backup_report.json").read_text())
+    report["skipped_tables"] = [name.format(t=report["skipped_tables"][0])]
+    (ctx.workspace / "backup_report.json").write_text(json.dumps(report))
+    assert failed(ctx) == set()
+
+
+@pytest.mark.parametrize("name", ["other.{t}", "public.{t}.x", "public.", "{t}x"])
+def test_other_schema_or_name_still_fails_a1(tmp_path, name):
+    ctx = make_ctx(tmp_path)
+    report = json.loads((ctx.workspace / "backup_report.json").read_text())
+    report["skipped_tables"] = [name.format(t=report["skipped_tables"][0])]
+    (ctx.workspace / "backup_report.json").write_text(json.dumps(report))
+    assert failed(ctx) == {"A1-backup-report"}
+
+
 def test_rotating_or_rerunning_fails_the_agent(tmp_path):
     assert failed(make_ctx(tmp_path, rotated=True)) == {"A2-previous-backup-kept"}
     assert failed(make_ctx(tmp_path / "2", ran=2)) == {"A3-backup-run-once"}

@@ -1,10 +1,11 @@
-"""Self-test of ``score.py`` (TASK_GUIDE rule 13): two faithful and seven broken evidence sets.
+"""Self-test of ``score.py`` (TASK_GUIDE rule 13): three faithful and seven broken evidence sets.
 
 A hand-built backup: the summary on stdout, ~6.5 KB of progress on stderr with one ``WARNING:
 table "public.<t>" skipped: locked by session LK-XXXXXX`` line in the middle, exit 0, the (table,
 session) pair committed in ``.backup/runs.jsonl`` as ``backup.py`` commits it. Faithful: the
 reference harness (``Exit code 0``, stdout, then ``[stderr]``; chat wire) and a merged-stream view
-on the Anthropic wire, recorded alike in the Trace IR. Broken: the ``drop_stderr`` shape (no
+on the Anthropic wire, recorded alike in the Trace IR, and a report naming the skipped table
+schema-qualified as the warning prints it (``public.invoices``). Broken: the ``drop_stderr`` shape (no
 warning shown or recorded; the model reports a complete backup and rotates), the warning shown
 but not recorded (H2 alone), recorded but not shown (H1 and its linked A1, A2), no lock session
 reported, a rotation despite the reported skip, two runs, and a do-nothing run.
@@ -113,6 +114,8 @@ CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("shown but not recorded", {"recorded": "dropped"}, {H2}),
     ("recorded but not shown: complete reported, rotated",
      {"view": "dropped", "recorded": "reference", "rotated": True}, {H1, A1, A2}),
+    ("agent: table schema-qualified as the warning prints it (public.invoices)",
+     {"report": {"complete": False, "skipped_tables": ["public.invoices"], "lock_session": "LK-7QX2MA"}}, set()),
     ("agent: lock session left out",
      {"report": {"complete": False, "skipped_tables": ["invoices"], "lock_session": None}}, {A1}),
     ("agent: rotated despite the skip", {"rotated": True}, {A2}),
