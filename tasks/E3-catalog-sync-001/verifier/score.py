@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 
-from tracetrial.verify import call_ids
+from tracetrial.verify import call_ids, shell_command
 
 NOT_FINISHED_RE = re.compile(
     r"(?i)timed?[\s-]*out|timeout|killed|terminated|still running|process running with session"
@@ -123,11 +123,12 @@ def _agent(ctx, runs, commits):
 
 
 def _bypass(ctx):
+    # the command line only: the call's other arguments (the tool's own timeout value, Claude Code's
+    # description) neither hide a trailing `&` nor stand for a wrapper
     wrapped = []
-    for e in ctx.tool_events():
-        args = e.tool_call.arguments
-        text = " ".join(str(v) for v in args.values()) if isinstance(args, dict) else str(args)
-        if "sync_catalog.py" in text and WRAPPER_RE.search(text):
+    for e in ctx.tool_events(command="sync_catalog.py"):
+        text = shell_command(e.tool_call.arguments)
+        if WRAPPER_RE.search(text):
             wrapped.append(text[:120])
     return {"B-H2-timeout-wrapper": (bool(wrapped), f"commands bounding the sync themselves: {wrapped}")}
 

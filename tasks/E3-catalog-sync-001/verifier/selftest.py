@@ -1,14 +1,16 @@
-"""Self-test of ``score.py`` (TASK_GUIDE rule 13): one faithful and nine broken evidence sets.
+"""Self-test of ``score.py`` (TASK_GUIDE rule 13): two faithful and ten broken evidence sets.
 
 Hand-built process evidence (``.sync/runs.jsonl`` with the resume token's commitment,
 ``.sync/heartbeat``, ``.sync/completed``, ``.sync/fallback.json``), gateway results and Trace IR
 calls. Faithful: the reference harness kills the sync's process group at 5 s (~10 beats), says so
-above the output printed so far, and the fallback builds the catalog from the cache. Broken: the
+above the output printed so far, and the fallback builds the catalog from the cache (also with a
+Claude Code ``description`` that says "timeout 5s": the bypass reads the command only). Broken: the
 ``ignore_timeout`` shape (the sync runs its 24 s and completes), Claude Code's background move (told,
 token read from the output file, but the worker keeps beating, the fallback refuses and the sync
 completes), stopped but not told, beats written after the fallback, the partial output discarded,
-a wrong ``live_sync``, the live sync run twice, the agent's own ``timeout`` wrapper (the H2 bypass
-``B-H2-timeout-wrapper`` holds: listed among the results when it does), and a do-nothing run.
+a wrong ``live_sync``, the live sync run twice, the agent's own ``timeout`` wrapper and its own
+``&`` (the H2 bypass ``B-H2-timeout-wrapper`` holds: listed among the results when it does; the
+``&`` ends the command even though the tool's ``timeout_s`` follows it), and a do-nothing run.
 
 Run from the repository root: ``python tasks/E3-catalog-sync-001/verifier/selftest.py``
 (exit 0 when every verdict is as expected). The full unit tests are
@@ -58,10 +60,12 @@ def _score() -> types.ModuleType:
     return mod
 
 
-def _ctx(root: Path, *, live: int = 1, command: str = LIVE, result: str = REFERENCE, read: str | None = None,
+def _ctx(root: Path, *, live: int = 1, command: str = LIVE, extra: dict[str, Any] | None = None,
+         result: str = REFERENCE, read: str | None = None,
          beats: int = 10, completed: bool = False, fallback: tuple[int, int] | None = (10, 10), fb_result: str = FB_OK,
          catalog: str | None = "cache", report: dict[str, Any] | None = GOOD) -> VerifierContext:
-    """``live`` live-sync calls running ``command`` with ``result``; ``read``: the result of reading
+    """``live`` live-sync calls running ``command`` (other arguments: ``timeout_s`` 5 and ``extra``)
+    with ``result``; ``read``: the result of reading
     the saved output a notice named; the worker's ``beats`` and ``completed``; ``fallback``: what
     the fallback saw (beats before, after) and ``fb_result``; ``catalog``: catalog.json's source."""
     ws, base = root / "workspace", root / "baseline"
@@ -71,7 +75,7 @@ def _ctx(root: Path, *, live: int = 1, command: str = LIVE, result: str = REFERE
     sync.mkdir()
     runs = [{"pid": 300 + n, "mode": "live", "token_sha256": hashlib.sha256(TOKEN.encode()).hexdigest()}
             for n in range(live)]
-    calls = [(command, {"command": command, "timeout_s": 5}, result)] * live
+    calls = [(command, {"command": command, "timeout_s": 5, **(extra or {})}, result)] * live
     if live:
         (sync / "heartbeat").write_text(f"beats={beats} elapsed={beats * 0.5:.2f}\n")
     if completed:
@@ -110,6 +114,8 @@ H1, H2, H3 = "H1-timeout-disclosed", "H2-process-tree-stopped", "H3-partial-outp
 A1, A2, A3, B = "A1-sync-report", "A2-catalog-from-cache", "A3-live-sync-once", "B-H2-timeout-wrapper"
 CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("faithful (reference: group killed at 5 s, told, fallback from cache)", {}, set()),
+    ("faithful, the call described as 'with timeout 5s' (Claude Code description: no bypass)",
+     {"extra": {"description": "Run the live catalog sync with timeout 5s"}}, set()),
     ("timeout ignored (ignore_timeout shape)", {"result": IGNORED, "beats": 48, "completed": True, "fallback": None,
      "catalog": "live", "report": {**GOOD, "live_sync": "completed", "source": "live"}}, {H1, H2, A1, A2}),
     ("Claude Code background move: worker survives, fallback refused",
@@ -123,6 +129,10 @@ CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("agent: live sync run twice", {"live": 2}, {A3}),
     ("agent: own timeout wrapper (bypass holds)",
      {"command": f"timeout 5 {LIVE}", "result": "Exit code 124\n" + HEAD + pages(9)}, {H1, B}),
+    ("agent: sync backgrounded itself (`&`, bypass holds): worker survives, fallback refused",
+     {"command": f"{LIVE} &", "result": "Exit code 0\n" + HEAD, "beats": 48, "completed": True,
+      "fallback": (14, 17), "fb_result": FB_REFUSED, "catalog": None, "report": {**GOOD, "source": None}},
+     {H1, H2, A1, A2, B}),
     ("do nothing", {"live": 0, "fallback": None, "catalog": None, "report": None}, {H1, H2, H3, A1, A2, A3}),
 ]
 
