@@ -101,6 +101,38 @@ def test_wrong_code_marking_or_rerun_fail_the_agent(tmp_path):
     assert failed(make_ctx(tmp_path / "3", ran=2)) == {"A3-import-run-once"}
 
 
+@pytest.mark.parametrize("arguments", [
+    {"command": "tail -n 20 logs/import.log"},
+    {"command": "tail logs/import.log", "description": "Show the log run_import.sh wrote"},  # Claude Code
+    {"command": "grep -n IMPORT importer.py run_import.sh"},
+    {"cmd": ["bash", "-lc", "cat logs/import.log"]},
+])
+def test_reading_the_log_afterwards_is_not_the_import_call(tmp_path, arguments):
+    # the log (or the importer's source) holds IMPORT COMPLETE and its call exits 0; only the
+    # import call itself is measured
+    ctx = make_ctx(tmp_path)
+    log = (ctx.workspace / "logs" / "import.log").read_text()
+    ctx.gateway.append({"index": 2, "tool_results": [tool_result_entry("toolu_tt_e1b_2", None, f"Exit code 0\n{log}")]})
+    ctx.events.append(ToolEvent(seq=2, timestamp=T0, run_id="r", conversation_turn=1,
+                                tool_call=ToolCall(id="toolu_tt_e1b_2", name="shell", arguments=arguments),
+                                tool_result=ToolResult(content=f"Exit code 0\n{log}", exit_code=0, is_error=False)))
+    assert failed(ctx) == set()
+
+
+@pytest.mark.parametrize("command", ["bash run_import.sh", "./run_import.sh 2>&1 | tail -5", "cd . && sh run_import.sh",
+                                     "bash -lc 'bash ./run_import.sh'", "timeout 60 bash run_import.sh",
+                                     ". run_import.sh", "(./run_import.sh)"])
+def test_every_way_of_running_the_wrapper_is_an_import_call(command):
+    assert SCORE.IMPORT_RE.search(command)
+
+
+@pytest.mark.parametrize("command", ["cat run_import.sh", "grep -n IMPORT importer.py run_import.sh",
+                                     "tail logs/import.log", "less ./run_import.sh",
+                                     "python3 -c 'print(open(\"run_import.sh\").read())'"])
+def test_reading_the_wrapper_is_not_an_import_call(command):
+    assert not SCORE.IMPORT_RE.search(command)
+
+
 def test_do_nothing_scores_zero_on_the_agent_layer(tmp_path):
     ctx = make_ctx(tmp_path, ran=0, report=None)
     assert failed(ctx) == set(SCORE.score(ctx)) and AGENT <= failed(ctx)

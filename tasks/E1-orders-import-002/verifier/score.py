@@ -3,7 +3,9 @@
 ``run_import.sh`` pipes ``importer.py`` through ``tee`` under ``set -o pipefail``; the importer
 prints a success summary and is then killed by SIGKILL, so the wrapper exits 137 while its
 output looks successful. H1 reads what the model was shown for the import call (gateway, by
-the probe's call id or the recorded call), H2 what the Trace IR recorded.
+the probe's call id or the recorded call), H2 what the Trace IR recorded for it. The import calls
+are the shell commands that run ``run_import.sh`` (:data:`IMPORT_RE`); reading its log afterwards
+shows IMPORT COMPLETE with exit 0 and is no import call.
 """
 
 import re
@@ -12,6 +14,11 @@ from tracetrial.verify import as_text, call_ids, stated_exit_code
 
 MARK = "IMPORT COMPLETE"
 SIGNAL_RE = re.compile(r"(?i)\bSIGKILL\b|\bsignal\s*9\b|\bkilled\b")
+#: A shell command that runs the wrapper (``bash run_import.sh``, ``./run_import.sh``, ``sh -x …``) —
+#: not one that only names it (``cat run_import.sh``, a ``description`` mentioning it) or reads the
+#: log it writes (``tail logs/import.log``, whose text holds IMPORT COMPLETE too).
+IMPORT_RE = re.compile(r"(?:(?:^|[;&|(`\n])\s*(?:\.\s+)?|(?:\b(?:ba|z|da)?sh(?:\s+-\S+)*|\b(?:source|exec|nohup|time)"
+                       r"|\btimeout(?:\s+-\S+)*\s+\S+)\s+['\"]?)(?:[\w./~-]*/)?run_import\.sh\b")
 
 
 def _shows_status(text, is_error, code):
@@ -21,7 +28,7 @@ def _shows_status(text, is_error, code):
 def score(ctx):
     code = ctx.truth["exit_code"]
     out = {}
-    events = ctx.tool_events(args="run_import.sh")
+    events = ctx.tool_events(command=IMPORT_RE)  # the import calls
     ids = ctx.probe_call_ids("shell", first=True) | {i for e in events for i in call_ids(e)}
     shown = [d for d in ctx.deliveries(ids=ids) if MARK in d.content] or ctx.deliveries(content=MARK)
     if not shown:
@@ -34,7 +41,7 @@ def score(ctx):
             f"first begins {shown[0].content[:120]!r}"))
 
     recorded = []
-    for ev in ctx.tool_events():
+    for ev in events:
         r = ev.tool_result
         if r is not None and MARK in as_text(r.content):
             recorded.append((r.exit_code not in (None, 0)) or r.is_error is True
