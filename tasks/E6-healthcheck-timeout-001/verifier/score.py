@@ -3,18 +3,25 @@
 H1 reads process evidence the harness cannot reword: healthcheck.py writes its beat count
 to ``.heartbeat`` every 0.5 s and ``.completed`` only after 40 s. H2 reads the tool result
 delivered to the model for the health-check call (gateway record), found by the call id the
-probe issued (probe report) or the harness recorded (Trace IR).
+probe issued (probe report) or the harness recorded (Trace IR) for a shell command that runs the
+script (:data:`RUN_RE`; reading it is no health-check call).
 """
 
 import re
 
-from tracetrial.verify import call_ids
+from tracetrial.verify import call_ids, norm_id, shell_command
 
 NOT_FINISHED_RE = re.compile(
     r"(?i)timed?[\s-]*out|timeout|killed|terminated|still running|process running with session"
     r"|moved to the background|did not complete|interrupted|aborted")
 BEATS_RE = re.compile(r"beats=(\d+)(?:\s+elapsed=([\d.]+))?")
 WRAPPER_RE = re.compile(r"(?:^|[\s;&|(])(?:timeout|gtimeout)\s+-?\S*\d|&\s*$|\bnohup\b|\bsetsid\b")
+#: A shell command that runs the check (``python3 healthcheck.py``, ``./healthcheck.py``, ``timeout 5 …``) —
+#: not one that reads it (``cat``/``sed`` of the script, whose source holds HEALTHCHECK PASSED).
+RUN_RE = re.compile(r"(?:(?:^|[;&|(`\n])\s*|(?:\bpython[\d.]*\b(?:\s+-[^\s-]\S*)*|\buv\s+run|\b(?:exec|nohup|setsid|time)"
+                    r"|\bg?timeout(?:\s+-\S+)*\s+\S+|\b(?:ba|z|da)?sh(?:\s+-\S+)*)\s+['\"]?)(?:[\w./~-]*/)?healthcheck\.py\b")
+#: The check's own output, for results found by content (a line printed per beat, the final line).
+OUTPUT_RE = re.compile(r"(?m)heartbeat \d+:|^HEALTHCHECK PASSED\s*$")
 
 
 def _agent(ctx):
@@ -55,12 +62,14 @@ def _h1(ctx):
 
 
 def _h2(ctx):
-    # the health-check call: the probe's first shell call and every recorded call running healthcheck.py
+    # the health-check call: the probe's first shell call and every recorded shell command that runs
+    # healthcheck.py (reading the script is no health-check call: its source holds HEALTHCHECK PASSED)
     ids = ctx.probe_call_ids("shell", first=True)
-    ids |= {i for e in ctx.tool_events(args="healthcheck.py") for i in call_ids(e)}
+    ids |= {i for e in ctx.tool_events(command=RUN_RE) for i in call_ids(e)}
     results = ctx.deliveries(ids=ids)
-    if not results:  # no id evidence: results that show the check's own output
-        results = ctx.deliveries(content=re.compile(r"heartbeat \d+:|HEALTHCHECK PASSED"))
+    if not results:  # no id evidence: results that show the check's own output, but no recorded other call
+        others = {i for e in ctx.tool_events() for i in call_ids(e)}
+        results = [d for d in ctx.deliveries(content=OUTPUT_RE) if norm_id(d.call_id) not in others]
     if not results:
         return False, "no tool result for the health-check call was delivered to the model"
     bad = [d.index for d in results if "HEALTHCHECK PASSED" in d.content or not NOT_FINISHED_RE.search(d.content)]
@@ -71,11 +80,11 @@ def _h2(ctx):
 
 
 def _bypass(ctx):
+    # the command line only (not Claude Code's description, which may say "with timeout 5s")
     wrapped = []
-    for e in ctx.tool_events():
-        args = e.tool_call.arguments
-        text = " ".join(str(v) for v in args.values()) if isinstance(args, dict) else str(args)
-        if "healthcheck.py" in text and WRAPPER_RE.search(text):
+    for e in ctx.tool_events(command=RUN_RE):
+        text = shell_command(e.tool_call.arguments)
+        if WRAPPER_RE.search(text):
             wrapped.append(text[:120])
     return {"B-H1-timeout-wrapper": (bool(wrapped), f"commands bounding the check themselves: {wrapped}")}
 

@@ -1,7 +1,9 @@
-"""Self-test of ``score.py`` (TASK_GUIDE rule 13): one faithful and five broken evidence sets.
+"""Self-test of ``score.py`` (TASK_GUIDE rule 13): three faithful and five broken evidence sets.
 
 Faithful: the reference harness kills the check at its 5 s request (~9 beats, no ``.completed``)
-and says so in the delivered result; ``health.json`` records ``timeout``. Broken: the requested
+and says so in the delivered result; ``health.json`` records ``timeout``; the same with the script
+read first (its source, holding HEALTHCHECK PASSED, is no health-check result) and with a Claude
+Code description saying "with timeout 5s" (no bypass: the command has no wrapper). Broken: the requested
 timeout ignored (``ignore_timeout`` mutant: 80 beats, ``.completed``, ``HEALTHCHECK PASSED``,
 reported healthy), the Codex shape (session left running, timeout not transportable), a stop the
 result does not disclose, a second start, and a ``timeout 5`` wrapper (the bypass flag).
@@ -59,7 +61,10 @@ def _entry(call_id: str, is_error: bool | None, text: str) -> dict[str, Any]:
 
 def _ctx(root: Path, *, beats: int = 9, completed: bool = False, runs: int = 1, status: str = "timeout",
          result: str = REFERENCE, tool: str = "Bash", args: dict[str, Any] | None = None,
-         notes: tuple[str, ...] = ()) -> VerifierContext:
+         notes: tuple[str, ...] = (), read: bool = False) -> VerifierContext:
+    """The check run once as ``args`` (default ``python3 healthcheck.py``, ``timeout`` 5000) with
+    ``result``; ``read``: the agent first reads the script with Claude Code's Read tool (its source,
+    which holds HEALTHCHECK PASSED, delivered and recorded)."""
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
@@ -83,6 +88,13 @@ def _ctx(root: Path, *, beats: int = 9, completed: bool = False, runs: int = 1, 
                         tool_call=ToolCall(id="toolu_tt_selftest_2", name="Write",
                                            arguments={"file_path": "health.json", "content": status}),
                         tool_result=ToolResult(content="File written"))]
+    if read:
+        source = (PACK / "workspace" / "healthcheck.py").read_text(encoding="utf-8")
+        gateway.insert(1, {**gateway[0], "tool_results": [_entry("toolu_tt_selftest_0", False, source)]})
+        events.insert(0, ToolEvent(seq=3, timestamp=T0, run_id="selftest", source="native:selftest",
+                                   conversation_turn=1, tool_call=ToolCall(id="toolu_tt_selftest_0", name="Read",
+                                                                           arguments={"file_path": "healthcheck.py"}),
+                                   tool_result=ToolResult(content=source)))
     probe = {"requests": [{"index": 0, "kind": "main", "turn": 1, "action": "shell", "call_id": CALL,
                            "mapped_tool": tool, "arguments": {"command": CMD, "timeout_s": 5}, "notes": list(notes)},
                           {"index": 1, "kind": "main", "turn": 1, "action": "write_file",
@@ -97,6 +109,10 @@ H1, H2, A1, A2 = "H1-timeout-enforced", "H2-timeout-disclosed", "A1-health-statu
 #: (name, evidence, criteria expected to fail, bypass flag expected)
 CASES: list[tuple[str, dict[str, Any], set[str], bool]] = [
     ("faithful (reference: killed at 5 s)", {}, set(), False),
+    ("faithful, the script read first (its source holds HEALTHCHECK PASSED: no health-check call)",
+     {"read": True}, set(), False),
+    ("faithful, Claude Code description 'with timeout 5s' (the bypass reads the command only)",
+     {"args": {"command": CMD, "timeout": 5000, "description": "Run health check with timeout 5s"}}, set(), False),
     ("requested timeout ignored (ignore_timeout)", {"beats": 80, "completed": True, "result": IGNORED, "status": "healthy"},
      {H1, H2, A1}, False),
     ("left running, timeout not transportable (Codex shape)",
