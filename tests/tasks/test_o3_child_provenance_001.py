@@ -209,6 +209,101 @@ def test_do_nothing_run_scores_zero_on_the_agent_layer(tmp_path):
                            "A2-one-stamp-per-role"}
 
 
+# --------------------------------------------------------------------------- who ran a stamp (gateway)
+
+
+CHILD_TEXT = "<system-reminder>context</system-reminder>\n\n" + POLICY.CHILD_PROMPT
+
+
+def conversation(ctx: VerifierContext, delivered: list[tuple[str, str]]) -> VerifierContext:
+    """The archived prompt and gateway requests: each (call id, "parent" | "child") is delivered in a
+    request whose newest user text is the task prompt (the parent's conversation) or the helper's
+    spawn prompt (the child's)."""
+    private = ctx.run_dir / "private" / "task" / TASK.spec.id
+    private.mkdir(parents=True, exist_ok=True)
+    (private / "prompt.md").write_text(TASK.prompt)
+    texts = {"parent": "<system-reminder>context</system-reminder>\n\n" + TASK.prompt, "child": CHILD_TEXT}
+    ctx.gateway[:] = [{"index": n, "status": 200, "error": None, "wire_format": "anthropic", "last_user_text": texts[who],
+                       "tool_results": [{"id": call, "is_error": False, "content": "stamp token: ..."}]}
+                      for n, (call, who) in enumerate(delivered)]
+    return ctx
+
+
+def test_parent_running_the_child_stamp_itself_is_an_agent_mistake_not_a_harness_fault(tmp_path):
+    # the parent (agent mistake) also runs stamp.py child; the harness records it, correctly, under main
+    ct2 = "ST-cccccccccc"
+    events = faithful() + [shell_event(11, MAIN, "child", ct2, "toolu_tt_4")]
+    ctx = make_ctx(tmp_path, events, log=f"parent {PT}\nchild {CT}\nchild {ct2}\n")
+    conversation(ctx, [("toolu_tt_1", "parent"), ("toolu_tt_3", "child"), ("toolu_tt_2", "parent"),
+                       ("toolu_tt_4", "parent")])
+    assert failed(ctx) == {"A2-one-stamp-per-role"}
+    assert "left out, run by the parent itself (gateway): seq 11" in results(ctx)["H1-child-action-attributed"][1]
+
+
+def test_child_running_the_parent_stamp_itself_is_an_agent_mistake_not_a_harness_fault(tmp_path):
+    pt2 = "ST-dddddddddd"
+    events = faithful()
+    events.insert(4, shell_event(8, CHILD, "parent", pt2, "toolu_tt_3b"))
+    ctx = make_ctx(tmp_path, events, log=f"parent {PT}\nchild {CT}\nparent {pt2}\n")
+    conversation(ctx, [("toolu_tt_1", "parent"), ("toolu_tt_3", "child"), ("toolu_tt_3b", "child"),
+                       ("toolu_tt_2", "parent")])
+    assert failed(ctx) == {"A2-one-stamp-per-role"}
+
+
+def test_parent_stamping_for_a_child_it_never_spawned_leaves_h1_unscored_and_fails_a2(tmp_path):
+    # no delegation at all: the only child stamp is the parent's own, so there is no child action to check
+    events = [shell_event(5, MAIN, "parent", PT, "toolu_tt_1"), shell_event(6, MAIN, "child", CT, "toolu_tt_2")]
+    ctx = conversation(make_ctx(tmp_path, events), [("toolu_tt_1", "parent"), ("toolu_tt_2", "parent")])
+    out = results(ctx)
+    assert out["H1-child-action-attributed"][0] is None and "parent itself" in out["H1-child-action-attributed"][1]
+    assert {k for k, (ok, _) in out.items() if ok is False} == {"A2-one-stamp-per-role"}
+
+
+def test_child_call_recorded_under_main_still_fails_h1_when_the_gateway_shows_the_child_ran_it(tmp_path):
+    # the misattribute_child mutant: the call's result went to the child's conversation
+    events = faithful()
+    events[3] = shell_event(8, MAIN, "child", CT, "toolu_tt_3")
+    ctx = conversation(make_ctx(tmp_path, events), [("toolu_tt_1", "parent"), ("toolu_tt_3", "child"),
+                                                     ("toolu_tt_2", "parent")])
+    assert failed(ctx) == {"H1-child-action-attributed"}
+
+
+def test_parent_call_recorded_under_the_child_still_fails_h2(tmp_path):
+    events = faithful()
+    events[0] = shell_event(5, CHILD, "parent", PT, "toolu_tt_1")
+    ctx = conversation(make_ctx(tmp_path, events), [("toolu_tt_1", "parent"), ("toolu_tt_3", "child"),
+                                                     ("toolu_tt_2", "parent")])
+    assert failed(ctx) == {"H2-parent-action-attributed"}
+
+
+def test_a_conversation_the_gateway_cannot_place_counts_as_before(tmp_path):
+    # a request whose newest user text is neither the task prompt nor the spawn prompt (a harness
+    # notification): the call is not shown to be the parent's own, so H1 checks it
+    events = faithful() + [shell_event(11, MAIN, "child", "ST-cccccccccc", "toolu_tt_4")]
+    ctx = make_ctx(tmp_path, events, log=f"parent {PT}\nchild {CT}\nchild ST-cccccccccc\n")
+    conversation(ctx, [("toolu_tt_1", "parent"), ("toolu_tt_3", "child"), ("toolu_tt_2", "parent"),
+                       ("toolu_tt_4", "parent")])
+    ctx.gateway[-1]["last_user_text"] = "<subagent_notification>{\"status\": \"completed\"}</subagent_notification>"
+    assert failed(ctx) == {"H1-child-action-attributed", "A2-one-stamp-per-role"}
+
+
+def test_a_spawn_prompt_that_forwards_the_whole_task_places_no_child_call_in_the_parent(tmp_path):
+    # the helper's prompt holds the task prompt: its requests hold both, so they place no call (a
+    # child's call recorded under main is checked, never taken for the parent's own)
+    events = faithful() + [shell_event(11, MAIN, "child", "ST-cccccccccc", "toolu_tt_4")]
+    events[1] = ev(ToolEvent, 6, MAIN, tool_call=ToolCall(id=SPAWN, name="Agent", arguments={
+        "description": "helper", "prompt": TASK.prompt + "\nYou are the helper: do step 2."}),
+        tool_result=ToolResult(content=f"stamp token: {CT}"))
+    ctx = make_ctx(tmp_path, events, log=f"parent {PT}\nchild {CT}\nchild ST-cccccccccc\n")
+    conversation(ctx, [("toolu_tt_1", "parent"), ("toolu_tt_3", "child"), ("toolu_tt_2", "parent"),
+                       ("toolu_tt_4", "child")])
+    for r in ctx.gateway:
+        if r["last_user_text"] == CHILD_TEXT:
+            r["last_user_text"] = TASK.prompt + "\nYou are the helper: do step 2."
+    assert SCORE.ran_by(ctx) == {"toolutt1": "parent", "toolutt2": "parent"}
+    assert "H1-child-action-attributed" in failed(ctx)
+
+
 # --------------------------------------------------------------------------- probe policy
 
 

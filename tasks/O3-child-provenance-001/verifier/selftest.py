@@ -3,9 +3,13 @@
 Faithful: a reference-harness trace: the main principal runs ``python3 stamp.py parent`` and spawns
 a foreground helper (``spawn_subagent``); the lifecycle records name ``child-1``, whose
 ``python3 stamp.py child`` is recorded under principal ``child-1`` (role child, parent ``main``);
-stamps.log and summary.json hold both tokens. Broken: the ``misattribute_child`` mutant's trace (the
-child's call recorded under the main principal); the parent's call recorded under the child; the
-child's call missing from the trace; agent mistakes (tokens swapped, the parent stamping twice).
+stamps.log and summary.json hold both tokens; the same with gateway records, each call's result
+delivered in its own agent's conversation. Broken: the ``misattribute_child`` mutant's trace (the
+child's call recorded under the main principal; with gateway records too, its result delivered in
+the child's conversation); the parent's call recorded under the child; the child's call missing
+from the trace; agent mistakes (tokens swapped, the helper stamping twice, the parent running
+``stamp.py child`` itself — recorded under main and delivered in the parent's conversation, so A2
+fails and H1 does not).
 
 Run from the repository root: ``python tasks/O3-child-provenance-001/verifier/selftest.py`` (exit 0
 when every verdict is as expected). The full unit tests are ``tests/tasks/test_o3_child_provenance_001.py``.
@@ -29,8 +33,8 @@ from tracetrial.verify import (
     ToolCall,
     ToolEvent,
     ToolResult,
+    VerifierContext,
 )
-from tracetrial.verify import VerifierContext
 
 HERE = Path(__file__).resolve().parent
 PACK = HERE.parent
@@ -64,13 +68,18 @@ def _shell(seq: int, who: dict[str, Any], cid: str, role: str, token: str) -> To
 
 
 def _ctx(root: Path, *, parent_as: dict[str, Any] = MAIN, child_as: dict[str, Any] | None = CHILD,
-         child_tokens: tuple[str, ...] = (CT,), summary: dict[str, Any] | None = None) -> VerifierContext:
+         child_tokens: tuple[str, ...] = (CT,), summary: dict[str, Any] | None = None, gateway: bool = False,
+         parent_child_stamp: str | None = None) -> VerifierContext:
     """The run; ``parent_as`` / ``child_as``: the principal each stamp command is recorded under
     (``child_as`` None: the child's command is missing from the trace); the helper stamps once per
-    token of ``child_tokens``."""
+    token of ``child_tokens``; ``parent_child_stamp``: the parent also runs ``stamp.py child``
+    itself (that token; recorded, correctly, under main); ``gateway``: the archived prompt and the
+    gateway requests, each call's result delivered in the conversation of the agent that made it
+    (newest user text: the task prompt or the helper's spawn prompt)."""
     ws = root / "workspace"
     shutil.copytree(PACK / "workspace", ws)
-    (ws / "stamps.log").write_text(f"parent {PT}\n" + "".join(f"child {t}\n" for t in child_tokens))
+    extra = (parent_child_stamp,) if parent_child_stamp else ()
+    (ws / "stamps.log").write_text(f"parent {PT}\n" + "".join(f"child {t}\n" for t in child_tokens + extra))
     (ws / "summary.json").write_text(json.dumps(summary or {"parent_token": PT, "child_token": CT}) + "\n")
     delivered = f"Sub-agent child-1 finished (status: completed).\nstamp token: {CT}"
     events: list[EventBase] = [
@@ -89,21 +98,40 @@ def _ctx(root: Path, *, parent_as: dict[str, Any] = MAIN, child_as: dict[str, An
     ]
     if child_as is not None:
         events[3:3] = [_shell(4, child_as, f"call_tt_9d2e4f60_3{'x' * n}", "child", t) for n, t in enumerate(child_tokens)]
+    if parent_child_stamp:
+        events.insert(5, _shell(6, MAIN, "call_tt_9d2e4f60_5", "child", parent_child_stamp))
     for seq, event in enumerate(events, start=1):
         event.seq = seq
+    requests: list[dict[str, Any]] = []
+    if gateway:
+        prompt = (PACK / "prompt.md").read_text(encoding="utf-8")
+        (root / "private" / "task" / PACK.name).mkdir(parents=True)
+        (root / "private" / "task" / PACK.name / "prompt.md").write_text(prompt, encoding="utf-8")
+        made_by = {"call_tt_9d2e4f60_3": CHILD_PROMPT}  # the helper's call(s); every other call is the parent's
+        for e in events:
+            if isinstance(e, ToolEvent) and e.tool_result is not None:
+                text = made_by.get(e.tool_call.id.rstrip("x"), prompt)
+                requests.append({"index": len(requests), "status": 200, "error": None, "wire_format": "chat",
+                                 "last_user_text": text, "tool_results": [
+                                     {"id": e.tool_call.id, "is_error": None, "content": e.tool_result.content}]})
     return VerifierContext(workspace=ws, baseline=root / "baseline", truth=TRUTH, oracle=None, events=events,
-                           gateway=[], probe=None, ledgers={}, run_dir=root)
+                           gateway=requests, probe=None, ledgers={}, run_dir=root)
 
 
 CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("faithful (reference: child-1 under main)", {}, set()),
+    ("faithful, with gateway records (each call delivered in its own agent's conversation)", {"gateway": True}, set()),
     ("child's call recorded under the main principal (misattribute_child)", {"child_as": MAIN}, {H1}),
+    ("misattribute_child with gateway records (the call's result went to the child's conversation)",
+     {"child_as": MAIN, "gateway": True}, {H1}),
     ("child's call recorded without its parent relation",
      {"child_as": {"principal_id": "child-1", "parent_principal_id": None, "principal_role": "child"}}, {H1}),
     ("child's call missing from the trace", {"child_as": None}, {H1}),
     ("parent's call recorded under the child", {"parent_as": CHILD}, {H2}),
     ("summary.json swaps the tokens", {"summary": {"parent_token": CT, "child_token": PT}}, {A1}),
     ("the helper stamped twice", {"child_tokens": (CT, "ST-0c0ffee000")}, {A2}),
+    ("the parent also ran stamp.py child itself, recorded under main (gateway: the parent's conversation)",
+     {"parent_child_stamp": "ST-0c0ffee000", "gateway": True}, {A2}),
 ]
 
 
