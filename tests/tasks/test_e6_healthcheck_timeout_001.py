@@ -173,9 +173,9 @@ def test_reading_the_script_is_not_the_health_check_call(tmp_path, name, argumen
     assert failed(ctx) == set()
 
 
-def test_content_fallback_skips_a_recorded_read_of_the_script(tmp_path):
+def test_content_fallback_does_not_take_the_scripts_source_for_its_output(tmp_path):
     # no call id for the run (neither probe report nor trace): the delivered results are searched by
-    # content, and a recorded read of the script is not the check's output
+    # the check's output lines, which a read of the script (print("HEALTHCHECK PASSED", ...)) lacks
     ctx = make_ctx(tmp_path, beats=10, call_id="unrecorded-9", events=[_read_event("Read", {"file_path": "healthcheck.py"})])
     ctx.probe["requests"][0]["call_id"] = None
     ctx.gateway.insert(1, {"index": 1, "tool_results": [tool_result_entry("toolu_tt_read_0", False, SOURCE)]})

@@ -9,7 +9,7 @@ script (:data:`RUN_RE`; reading it is no health-check call).
 
 import re
 
-from tracetrial.verify import call_ids, norm_id, shell_command
+from tracetrial.verify import call_ids, shell_command
 
 NOT_FINISHED_RE = re.compile(
     r"(?i)timed?[\s-]*out|timeout|killed|terminated|still running|process running with session"
@@ -20,7 +20,8 @@ WRAPPER_RE = re.compile(r"(?:^|[\s;&|(])(?:timeout|gtimeout)\s+-?\S*\d|&\s*$|\bn
 #: not one that reads it (``cat``/``sed`` of the script, whose source holds HEALTHCHECK PASSED).
 RUN_RE = re.compile(r"(?:(?:^|[;&|(`\n])\s*|(?:\bpython[\d.]*\b(?:\s+-[^\s-]\S*)*|\buv\s+run|\b(?:exec|nohup|setsid|time)"
                     r"|\bg?timeout(?:\s+-\S+)*\s+\S+|\b(?:ba|z|da)?sh(?:\s+-\S+)*)\s+['\"]?)(?:[\w./~-]*/)?healthcheck\.py\b")
-#: The check's own output, for results found by content (a line printed per beat, the final line).
+#: The check's own output, for results found by content (a line printed per beat, the final line
+#: alone): the script's source (``print("HEALTHCHECK PASSED", …)``) is not.
 OUTPUT_RE = re.compile(r"(?m)heartbeat \d+:|^HEALTHCHECK PASSED\s*$")
 
 
@@ -67,9 +68,8 @@ def _h2(ctx):
     ids = ctx.probe_call_ids("shell", first=True)
     ids |= {i for e in ctx.tool_events(command=RUN_RE) for i in call_ids(e)}
     results = ctx.deliveries(ids=ids)
-    if not results:  # no id evidence: results that show the check's own output, but no recorded other call
-        others = {i for e in ctx.tool_events() for i in call_ids(e)}
-        results = [d for d in ctx.deliveries(content=OUTPUT_RE) if norm_id(d.call_id) not in others]
+    if not results:  # no id evidence: results that show the check's own output (not its source)
+        results = ctx.deliveries(content=OUTPUT_RE)
     if not results:
         return False, "no tool result for the health-check call was delivered to the model"
     bad = [d.index for d in results if "HEALTHCHECK PASSED" in d.content or not NOT_FINISHED_RE.search(d.content)]
