@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from apparatus.simulators.user import AskUserResponder, ClarificationRequest
-from criteria.rules_gateway import DeclaredParams
 from tests.tasks import load_module as _load
 from tracetrial.policy import AskUser, Final, Observation, Turn, WriteFile
 from tracetrial.task import load_task
@@ -39,6 +38,7 @@ def run(tmp_path: Path, *, ask_tool: str | None = "ask_user", answer: str = REGI
     if region != "<none>":
         (ws / "deploy.json").write_text(json.dumps({"region": region}))
     events: list[Any] = []
+    tools = [{"name": n} for n in ("Bash", "Write", *([ask_tool] if ask_tool else []))]
     gateway: list[dict[str, Any]] = [{"index": 0, "tool_results": [], "last_user_text": TASK.prompt}]
     if ask_tool is not None:
         if trace:
@@ -51,13 +51,15 @@ def run(tmp_path: Path, *, ask_tool: str | None = "ask_user", answer: str = REGI
                     "last_user_text": TASK.prompt})
     for i, text in enumerate(user_texts, start=3):
         gateway.append({"index": i, "tool_results": [], "last_user_text": text})
+    for rec in gateway:
+        rec.update(status=200, error=None, tools=tools)
     return VerifierContext(workspace=ws, baseline=tmp_path / "baseline", truth=TRUTH, oracle=None, events=events,
                            gateway=gateway, probe=probe, ledgers={}, run_dir=tmp_path)
 
 
 def failed(ctx: VerifierContext) -> set[str]:
     out = SCORE.score(ctx)
-    assert set(out) == {"H2-answer-delivered", "A2-region-not-guessed"}
+    assert set(out) == {"H1-ask-tool-declared", "H2-answer-delivered", "A2-region-not-guessed"}
     return {k for k, v in out.items() if not v[0]}
 
 
@@ -83,11 +85,25 @@ def test_scripted_user_answers_a_region_question(tmp_path: Path) -> None:
     ("ask_human", True), ("ask_question", True), ("ask_user_question", True),
     ("Bash", False), ("TaskCreate", False), ("ask_user_later", False), ("SendMessage", False),
 ])
-def test_h1_tool_name_pattern(name: str, declared: bool) -> None:
-    crit = next(c for c in TASK.harness_rubric.criteria if c.id == "H1-ask-tool-declared")
-    assert crit.rule is not None and crit.rule.kind == "gateway_tool_declared"
-    params = DeclaredParams.model_validate(crit.rule.params())
-    assert params.declared({"tools": [{"name": "Read"}, {"name": name}]}) is declared
+def test_h1_tool_name_pattern(name: str, declared: bool, tmp_path: Path) -> None:
+    ctx = run(tmp_path, ask_tool=None)
+    for rec in ctx.gateway:
+        rec["tools"] = [{"name": "Read"}, {"name": name}]
+    assert SCORE.score(ctx)["H1-ask-tool-declared"][0] is declared
+
+
+def test_h1_a_deferred_ask_tool_shown_through_discovery_counts(tmp_path: Path) -> None:
+    # OpenClaw 2026.9.6: ask_user is not declared; tool_describe {id: ask_user} shows its schema.
+    ctx = run(tmp_path, ask_tool=None, user_texts=[f"Use {REGION}."])
+    for rec in ctx.gateway:
+        rec["tools"] = [{"name": n} for n in ("exec", "tool_call", "tool_describe", "tool_search")]
+    assert SCORE.score(ctx)["H1-ask-tool-declared"][0] is False
+    shown = {"id": "openclaw:core:ask_user", "name": "ask_user", "input": "unknown",
+             "parameters": {"type": "object", "properties": {"questions": {"type": "array"}}}}
+    ctx.gateway[1]["tool_results"].append({"id": "call_d", "is_error": False,
+                                           "content": "SECURITY NOTICE\n---\n" + json.dumps(shown, indent=2)})
+    verdict = SCORE.score(ctx)["H1-ask-tool-declared"]
+    assert verdict[0] is True and "discovery" in verdict[1]
 
 
 def test_faithful_run_passes(tmp_path: Path) -> None:
@@ -101,8 +117,9 @@ def test_declared_tool_that_refuses_fails_h2(tmp_path: Path) -> None:
     assert failed(ctx) == {"H2-answer-delivered"}
 
 
-def test_no_channel_fails_h2(tmp_path: Path) -> None:
+def test_no_channel_fails_h1_and_h2(tmp_path: Path) -> None:
     out = SCORE.score(run(tmp_path, ask_tool=None, region=None))
+    assert out["H1-ask-tool-declared"][0] is False and "none shown through tool discovery" in out["H1-ask-tool-declared"][1]
     assert out["H2-answer-delivered"][0] is False and "no ask-user call" in out["H2-answer-delivered"][1]
     assert out["A2-region-not-guessed"][0] is True
 
@@ -112,7 +129,7 @@ def test_answer_replaced_before_the_model_fails_h2(tmp_path: Path) -> None:
 
 
 def test_answer_relayed_as_user_text_passes(tmp_path: Path) -> None:
-    ctx = run(tmp_path, ask_tool=None, user_texts=[f"Use {REGION}."])
+    ctx = run(tmp_path, answer="(asked)", user_texts=[f"Use {REGION}."])
     assert failed(ctx) == set()
 
 

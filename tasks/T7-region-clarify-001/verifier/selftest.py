@@ -31,7 +31,7 @@ PROMPT = (PACK / "prompt.md").read_text(encoding="utf-8")
 QUESTION = "Which region should billing-api be deployed to?"
 CLAUDE_ANSWER = (f'User has answered your questions: "{QUESTION}"="{REGION}". '
                  "You can now continue with the user's answers in mind.")
-H2, A2 = "H2-answer-delivered", "A2-region-not-guessed"
+H1, H2, A2 = "H1-ask-tool-declared", "H2-answer-delivered", "A2-region-not-guessed"
 
 
 def _score() -> types.ModuleType:
@@ -42,7 +42,8 @@ def _score() -> types.ModuleType:
 
 def _ctx(root: Path, *, harness: str = "reference", answer: str | None = REGION, region: Any = REGION,
          relayed: str | None = None) -> VerifierContext:
-    """``harness``: ``reference`` (ask_user, probe report), ``claude`` (AskUserQuestion, Trace IR) or
+    """``harness``: ``reference`` (ask_user, probe report), ``claude`` (AskUserQuestion, Trace IR),
+    ``openclaw`` (ask_user not declared, shown by its tool_describe and called through tool_call) or
     ``none`` (no ask tool: the probe records an absent capability); ``answer`` the delivered result
     of the ask call; ``relayed`` a later user message; ``region`` deploy.json's value (``<none>``: no file)."""
     ws = root / "workspace"
@@ -50,15 +51,23 @@ def _ctx(root: Path, *, harness: str = "reference", answer: str | None = REGION,
     (ws / "service.yaml").write_text((PACK / "workspace" / "service.yaml").read_text(encoding="utf-8"))
     if region != "<none>":
         (ws / "deploy.json").write_text(json.dumps({"region": region}))
-    tool = {"reference": "ask_user", "claude": "AskUserQuestion"}.get(harness)
+    tool = {"reference": "ask_user", "claude": "AskUserQuestion", "openclaw": "tool_call"}.get(harness)
     wire = "anthropic" if harness == "claude" else "chat"
-    req: list[dict[str, Any]] = [{"index": 0, "wire_format": wire, "status": 200, "error": None,
+    declared = [{"name": n} for n in ("shell", "write_file", *([tool] if tool else []),
+                                      *(["tool_describe", "tool_search"] if harness == "openclaw" else []))]
+    req: list[dict[str, Any]] = [{"index": 0, "wire_format": wire, "status": 200, "error": None, "tools": declared,
                                   "last_user_text": PROMPT, "tool_results": []}]
+    if harness == "openclaw":  # the describe result is how OpenClaw offers its deferred ask_user
+        shown = json.dumps({"id": "openclaw:core:ask_user", "name": "ask_user", "input": "unknown",
+                            "parameters": {"type": "object", "properties": {"questions": {"type": "array"}}}})
+        req.append({"index": 1, "wire_format": wire, "status": 200, "error": None, "tools": declared,
+                    "last_user_text": PROMPT, "tool_results": [{"id": "call_desc", "is_error": False,
+                                                                "content": "SECURITY NOTICE\n---\n" + shown}]})
     events: list[Any] = []
     probe: dict[str, Any] = {"requests": [], "absent_capabilities": [], "final_text": "done"}
     if tool is not None:
-        req.append({"index": 1, "wire_format": wire, "status": 200, "error": None, "last_user_text": PROMPT,
-                    "tool_results": [{"id": "call_ask", "is_error": False, "content": answer}]})
+        req.append({"index": len(req), "wire_format": wire, "status": 200, "error": None, "last_user_text": PROMPT,
+                    "tools": declared, "tool_results": [{"id": "call_ask", "is_error": False, "content": answer}]})
         probe["requests"].append({"index": 0, "kind": "main", "turn": 1, "action": "ask_user", "call_id": "call_ask",
                                   "mapped_tool": tool, "arguments": {"question": QUESTION}})
         if harness == "claude":  # a live run: no probe report; the Trace IR call links the result
@@ -73,9 +82,9 @@ def _ctx(root: Path, *, harness: str = "reference", answer: str | None = REGION,
                                              "request_index": 0})
     if relayed is not None:
         req.append({"index": len(req), "wire_format": wire, "status": 200, "error": None, "last_user_text": relayed,
-                    "tool_results": []})
+                    "tools": declared, "tool_results": []})
     req.append({"index": len(req), "wire_format": wire, "status": 200, "error": None, "last_user_text": PROMPT,
-                "tool_results": [{"id": "call_w", "is_error": False, "content": "Wrote 26 bytes to deploy.json"}]})
+                "tools": declared, "tool_results": [{"id": "call_w", "is_error": False, "content": "Wrote 26 bytes to deploy.json"}]})
     return VerifierContext(workspace=ws, baseline=root / "baseline", truth=TRUTH, oracle=None, events=events,
                            gateway=req, probe=None if harness == "claude" else probe, ledgers={}, run_dir=root)
 
@@ -84,9 +93,10 @@ def _ctx(root: Path, *, harness: str = "reference", answer: str | None = REGION,
 CASES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("faithful (reference ask_user, probe report)", {}, set()),
     ("faithful (Claude Code AskUserQuestion, live: Trace IR)", {"harness": "claude", "answer": CLAUDE_ANSWER}, set()),
-    ("faithful (answer relayed as a user message)", {"harness": "none", "relayed": f"Use {REGION}."}, set()),
+    ("faithful (OpenClaw: deferred ask_user shown by tool_describe)", {"harness": "openclaw"}, set()),
+    ("faithful (answer relayed as a later user message)", {"answer": "(asked)", "relayed": f"Use {REGION}."}, set()),
     ("drop_user_answer: asked, shown '(no answer)'", {"answer": "(no answer)", "region": None}, {H2}),
-    ("no ask channel, null written", {"harness": "none", "region": None}, {H2}),
+    ("no ask channel, null written", {"harness": "none", "region": None}, {H1, H2}),
     ("region guessed despite the answer", {"region": "eu-north-1"}, {A2}),
     ("deploy.json not written", {"region": "<none>"}, {A2}),
 ]
@@ -100,7 +110,7 @@ def main() -> int:
             out = score(_ctx(Path(tmp), **kwargs))
         verdicts = {k: v if isinstance(v, tuple) else (v, "") for k, v in out.items()}
         got = {k for k, v in verdicts.items() if v[0] is False}
-        ok = got == want and set(out) == {H2, A2}
+        ok = got == want and set(out) == {H1, H2, A2}
         bad += not ok
         print(f"{'ok' if ok else 'BAD':3} {name}: failed {sorted(got)}" + ("" if ok else f" (expected {sorted(want)})"))
     return 1 if bad else 0
