@@ -69,6 +69,7 @@ import yaml
 from tracetrial.declarations import shell_state_declared
 from tracetrial.files import load_yaml
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
+
 # The Trace IR types a pack's verifier reads and its selftest builds (rule 13): packs import only
 # tracetrial.policy and tracetrial.verify, so the types they need are part of this API.
 from tracetrial.trace import (
@@ -86,12 +87,42 @@ from tracetrial.trace import (
 )
 
 __all__ = [
-    "COMMAND_KEYS", "REQUEST_BODIES", "SIZE_TOLERANCE", "SPAWN_TOOLS", "AssistantMessageEvent", "Delivery",
-    "EventBase", "ModelInputEvent", "NativeEvent", "SizeStatement", "SubagentLifecycleEvent", "TaskCompletionEvent",
-    "TokenUsage", "TokenUsageEvent", "ToolCall", "ToolEvent", "ToolResult",
-    "VerifierContext", "VerifierOutcome", "as_text", "bare_tool_name", "call_ids", "check_sizes", "is_main",
-    "is_spawn", "load_yaml", "names_tool", "norm_id", "norm_text", "shell_command", "shell_state_declared",
-    "size_statements", "stated_exit_code", "strings", "tool_call_arguments",
+    "COMMAND_KEYS",
+    "REQUEST_BODIES",
+    "SIZE_TOLERANCE",
+    "SPAWN_TOOLS",
+    "AssistantMessageEvent",
+    "Delivery",
+    "EventBase",
+    "ModelInputEvent",
+    "NativeEvent",
+    "SizeStatement",
+    "SubagentLifecycleEvent",
+    "TaskCompletionEvent",
+    "TokenUsage",
+    "TokenUsageEvent",
+    "ToolCall",
+    "ToolEvent",
+    "ToolResult",
+    "VerifierContext",
+    "VerifierOutcome",
+    "as_text",
+    "bare_tool_name",
+    "call_ids",
+    "check_sizes",
+    "is_main",
+    "is_spawn",
+    "load_yaml",
+    "names_tool",
+    "norm_id",
+    "norm_text",
+    "shell_command",
+    "shell_state_declared",
+    "size_statements",
+    "stated_exit_code",
+    "strings",
+    "tool_call_arguments",
+    "tool_entries",
 ]
 
 #: Argument keys under which shell-like tools of the supported harnesses take their command line
@@ -266,6 +297,47 @@ def _turn_ok(event: EventBase, turns: Collection[int | None] | None, main: bool 
 
 
 # --------------------------------------------------------------------------- gateway
+
+
+_JSON_START = re.compile(r"[\[{]")
+
+
+def tool_entries(text: str | None, tool: str) -> list[dict[str, Any]]:
+    """The JSON objects in ``text`` that describe ``tool``: a discovery listing's entry (OpenClaw's
+    ``tool_search``: ``{"id", "name", "label", "input": "unknown"}``) or a describe result
+    (``tool_describe``: the entry with its ``parameters``). Every JSON value in the text (an array or
+    object after a header; a string that holds JSON, as a relayed content list carries it, is read
+    too, two levels deep) is walked for objects whose ``name`` or ``label`` is the tool (compared as
+    :func:`bare_tool_name` spells it through :func:`norm_id`), whatever the key order."""
+    want = norm_id(bare_tool_name(tool))
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+
+    def walk(value: object, depth: int) -> None:
+        if isinstance(value, dict):
+            if want in {norm_id(bare_tool_name(str(value.get(k) or ""))) for k in ("name", "label")}:
+                found.append(value)
+            for item in value.values():
+                walk(item, depth)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, depth)
+        elif isinstance(value, str) and depth < 3 and value.lstrip()[:1] in ("[", "{"):
+            scan(value, depth + 1)
+
+    def scan(chunk: str, depth: int) -> None:
+        pos = 0
+        while (match := _JSON_START.search(chunk, pos)) is not None:
+            try:
+                value, end = decoder.raw_decode(chunk, match.start())
+            except ValueError:
+                pos = match.start() + 1
+                continue
+            walk(value, depth)
+            pos = end
+
+    scan(text or "", 0)
+    return found
 
 
 @dataclass(frozen=True)
@@ -493,34 +565,29 @@ class VerifierContext:
         """``[(request index, input schema)]``: the schemas of ``tool`` that a describe tool's
         delivered result showed the model (OpenClaw's ``tool_describe`` answers with the tool's
         entry, ``parameters`` included, for a tool its ``tool_search`` lists as ``"input":
-        "unknown"``). Every JSON object in a delivered result whose ``name`` or ``label`` is the
-        tool (compared as :func:`bare_tool_name` spells it) and that carries ``parameters`` /
-        ``inputSchema`` / ``input_schema``; each delivered result once."""
-        want = norm_id(bare_tool_name(tool))
+        "unknown"``): the :func:`tool_entries` of every delivered result that carry
+        ``parameters`` / ``inputSchema`` / ``input_schema``; each delivered result once."""
         found: list[tuple[Any, dict[str, Any]]] = []
-        seen: set[str] = set()
-        decoder = json.JSONDecoder()
-        for d in self.deliveries(content=bare_tool_name(tool)):
-            key = f"{norm_id(d.call_id)}:{len(d.content)}"
-            if key in seen:
-                continue
-            seen.add(key)
-            text, pos = d.content, 0
-            while (start := text.find("{", pos)) >= 0:
-                try:
-                    value, end = decoder.raw_decode(text, start)
-                except ValueError:
-                    pos = start + 1
-                    continue
-                pos = end
-                if not isinstance(value, dict):
-                    continue
-                names = {norm_id(bare_tool_name(str(value.get(k) or ""))) for k in ("name", "label")}
-                schema = next((value[k] for k in ("parameters", "inputSchema", "input_schema")
-                               if isinstance(value.get(k), dict)), None)
-                if want in names and schema is not None:
+        for d in self.listed(tool):
+            for entry in tool_entries(d.content, tool):
+                schema = next((entry[k] for k in ("parameters", "inputSchema", "input_schema")
+                               if isinstance(entry.get(k), dict)), None)
+                if schema is not None:
                     found.append((d.index, schema))
         return found
+
+    def listed(self, tool: str) -> list[Delivery]:
+        """The delivered results that name ``tool`` (its bare name in the text), each call's result
+        once (a result is re-sent with every later request): where a discovery or describe tool
+        could have shown it."""
+        seen: set[str] = set()
+        out: list[Delivery] = []
+        for d in self.deliveries(content=bare_tool_name(tool)):
+            key = f"{norm_id(d.call_id)}:{len(d.content)}"
+            if key not in seen:
+                seen.add(key)
+                out.append(d)
+        return out
 
     def scripted_turns(self, task_id: str) -> tuple[list[str] | None, str | None]:
         """The run's user messages as scripted, from the pack snapshot in the archive: turn 1 is

@@ -432,3 +432,15 @@ def test_the_module_docstring_example_runs(tmp_path: Path) -> None:
     assert out["A1-close-json-reports-lock"][0] is True
     (ctx.workspace / "close.json").unlink()
     assert namespace["score"](ctx)["A1-close-json-reports-lock"][1].startswith("close.json missing or invalid")
+
+
+def test_tool_entries_reads_listings_and_describe_results_whatever_their_layout() -> None:
+    from tracetrial.verify import tool_entries
+
+    entry = {"input": "unknown", "id": "mcp:billing:billing__create_invoice", "mcp": {"toolName": "create_invoice"},
+             "name": "billing__create_invoice", "label": "create_invoice"}
+    listing = "SECURITY NOTICE\n---\n" + json.dumps([{"name": "write", "input": "{ path: string }"}, entry], indent=2)
+    assert tool_entries(listing, "create_invoice") == [entry]
+    relayed = json.dumps([{"type": "text", "text": json.dumps({**entry, "parameters": {"type": "object"}})}])
+    assert tool_entries(relayed, "mcp__billing__create_invoice")[0]["parameters"] == {"type": "object"}
+    assert tool_entries("no json {here", "create_invoice") == [] and tool_entries(None, "x") == []

@@ -15,52 +15,19 @@ line break ≠ its escaped spelling, a key dropped or added at any depth is a di
 """
 
 import json
-import re
 
-from tracetrial.verify import bare_tool_name, names_tool, norm_id
+from tracetrial.verify import names_tool, tool_entries
 
 SERVICE = "shipping"
 TOOL = "create_shipment"
 #: Where a JSON value may start in a delivered result's text.
-JSON_START_RE = re.compile(r"[\[{]")
 
 
 def listed_inputs(text, tool=TOOL):
     """The ``input`` a discovery listing gives for ``tool`` (OpenClaw's tool_search: ``"input":
-    "unknown"``), for each entry of it in a delivered result: every JSON value in the text (an array
-    or object after a header; a string that holds JSON, as a relayed content list carries it, is
-    read too) is walked for objects whose ``name`` or ``label`` is the tool (compared as
-    :func:`bare_tool_name` spells it) and that carry ``input``, whatever the key order."""
-    want = norm_id(bare_tool_name(tool))
-    decoder = json.JSONDecoder()
-    found = []
-
-    def walk(value, depth):
-        if isinstance(value, dict):
-            names = {norm_id(bare_tool_name(str(value.get(k) or ""))) for k in ("name", "label")}
-            if want in names and "input" in value:
-                found.append(value["input"])
-            for item in value.values():
-                walk(item, depth)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item, depth)
-        elif isinstance(value, str) and depth < 3 and value.lstrip()[:1] in ("[", "{"):
-            scan(value, depth + 1)
-
-    def scan(text, depth):
-        pos = 0
-        while (match := JSON_START_RE.search(text, pos)) is not None:
-            try:
-                value, end = decoder.raw_decode(text, match.start())
-            except ValueError:
-                pos = match.start() + 1
-                continue
-            walk(value, depth)
-            pos = end
-
-    scan(text or "", 0)
-    return found
+    "unknown"``), for each entry of it in a delivered result, whatever the key order or wrapping
+    (kernel :func:`tool_entries`)."""
+    return [entry["input"] for entry in tool_entries(text, tool) if "input" in entry]
 
 
 def shown_json(text):
