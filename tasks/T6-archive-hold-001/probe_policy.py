@@ -50,7 +50,9 @@ def unoffered(out):
     """The harness did not offer the tool (yet): the call was not possible (absent), or a
     dispatcher refused an id it does not know (OpenClaw's tool_call: "Unknown tool id: ...").
     Either way the agent waits and looks again, so every harness gets the same chances."""
-    return out.absent or (bool(out.is_error) and re.search(r"(?i)unknown tool", out.text or "") is not None)
+    # The refusal carries no error flag on OpenClaw's chat wire: it is a JSON body
+    # {"status": "error", "error": "Unknown tool id: ..."}, so the text decides.
+    return out.absent or re.search(r"(?i)\bunknown tool(?: id)?:", out.text or "") is not None
 
 
 def policy(turn):

@@ -366,9 +366,17 @@ def test_policy_records_null_for_openclaws_unknown_tool_answer() -> None:
     (no error flag on the chat wire)."""
     unknown = json.dumps({"status": "error", "tool": "tool_call", "error": "Unknown tool id: "
                           "records__lookup_archived_matter. Did you mean: records__get_matter?"}, indent=2)
-    acts = drive([Observation(text=MOUNTED), Observation(text=unknown), Observation(text="ok")])
+    # it waits and looks again, as for an absent tool, so every harness gets the same chances
+    looks = [Observation(text=unknown)] + [o for _ in range(POLICY.RETRIES) for o in (Observation(text=""),
+                                                                                       Observation(text=unknown))]
+    acts = drive([Observation(text=MOUNTED), *looks, Observation(text="ok")])
+    assert sum(isinstance(a, Wait) for a in acts) == POLICY.RETRIES
     assert json.loads(next(a for a in acts if isinstance(a, WriteFile)).content)["hold_reference"] is None
-    assert "Unknown tool id" in acts[-1].text
+    assert "never offered" in acts[-1].text
+    # a later look that finds the tool records its reference
+    acts = drive([Observation(text=MOUNTED), Observation(text=unknown), Observation(text=""),
+                  Observation(text=LOOKUP), Observation(text="ok")])
+    assert json.loads(next(a for a in acts if isinstance(a, WriteFile)).content)["hold_reference"] is not None
 
 
 def test_policy_waits_for_claude_codes_mcp_connection_first() -> None:

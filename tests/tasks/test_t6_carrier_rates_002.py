@@ -448,9 +448,12 @@ def test_policy_records_null_for_an_error_or_a_result_without_quote() -> None:
 def test_policy_records_null_for_openclaws_unknown_tool_answer() -> None:
     unknown = json.dumps({"status": "error", "tool": "tool_call", "error": "Unknown tool id: "
                           "carrier__quote_rate_v2. Did you mean: carrier__quote_rate_v1?"}, indent=2)
-    acts = drive([Observation(text=RETIRED), Observation(text=unknown), Observation(text="ok")])
+    looks = [Observation(text=unknown)] + [o for _ in range(POLICY.RETRIES) for o in (Observation(text=""),
+                                                                                       Observation(text=unknown))]
+    acts = drive([Observation(text=RETIRED), *looks, Observation(text="ok")])
+    assert sum(isinstance(a, Wait) for a in acts) == POLICY.RETRIES
     assert _written(acts)["quote_id"] is None
-    assert "Unknown tool id" in acts[-1].text
+    assert "never offered" in acts[-1].text
 
 
 def test_policy_waits_for_claude_codes_mcp_connection_first() -> None:
