@@ -1,7 +1,8 @@
 """O3-shard-seals-002: the verifier on hand-built traces (faithful reference-, Claude-Code- and
 Codex-shaped attribution; helpers flattened into main, both helpers under one principal, helpers
 swapped against their spawns, helper without a correct parent relation, parent attributed to a
-child, a helper missing from the trace), the agent criteria, the probe policy (foreground
+child, a helper missing from the trace), who ran a seal read from the gateway (the parent sealing a
+helper's shard itself, a helper sealing index: agent mistakes, not harness faults), the agent criteria, the probe policy (foreground
 results, Codex's asynchronous children with wait_agent and notifications, no sub-agent tool, the
 helpers) and that it derives every token from what it is shown, and the seal script."""
 
@@ -253,6 +254,105 @@ def test_repeated_seal_fails_a2(tmp_path):
 
 def test_do_nothing_run_scores_zero_on_the_agent_layer(tmp_path):
     assert failed(make_ctx(tmp_path, [], log=None, summary="<none>")) == {H1, H2, A1, A2}
+
+
+# --------------------------------------------------------------------------- who ran a seal (gateway)
+
+
+def spawn_text(shard: str) -> str:
+    return "<system-reminder>context</system-reminder>\n\n" + POLICY.CHILD_PROMPT.format(shard=shard)
+
+
+def conversation(ctx: VerifierContext, delivered: list[tuple[str, str]]) -> VerifierContext:
+    """The archived prompt and gateway requests: each (call id, "parent" | "east" | "west") is
+    delivered in a request whose newest user text is the task prompt (the parent's conversation)
+    or that helper's spawn prompt (the helper's)."""
+    private = ctx.run_dir / "private" / "task" / TASK.spec.id
+    private.mkdir(parents=True, exist_ok=True)
+    (private / "prompt.md").write_text(TASK.prompt)
+    texts = {"parent": "<system-reminder>context</system-reminder>\n\n" + TASK.prompt,
+             "east": spawn_text("east"), "west": spawn_text("west")}
+    ctx.gateway[:] = [{"index": n, "status": 200, "error": None, "wire_format": "anthropic", "last_user_text": texts[who],
+                       "tool_results": [{"id": call, "is_error": False, "content": "seal ...: ..."}]}
+                      for n, (call, who) in enumerate(delivered)]
+    return ctx
+
+
+FAITHFUL_CALLS = [("call_1", "parent"), ("call_2", "east"), ("call_3", "parent"), ("call_4", "west"),
+                  ("call_5", "parent")]
+
+
+def test_parent_running_a_helper_seal_itself_is_an_agent_mistake_not_a_harness_fault(tmp_path):
+    # the parent (agent mistake) also runs seal.py east; the harness records it, correctly, under main
+    et2 = "SL-dddddddddd"
+    events = faithful() + [seal_event(15, MAIN, "east", et2, "call_6")]
+    ctx = make_ctx(tmp_path, events, log=f"east {ET}\nwest {WT}\nindex {IT}\neast {et2}\n")
+    conversation(ctx, [*FAITHFUL_CALLS, ("call_6", "parent")])
+    assert failed(ctx) == {A2}
+    assert "left out, run by the parent itself (gateway): east seq 15" in results(ctx)[H1][1]
+    assert "`seal.py east` run by the parent" in results(ctx)[A2][1]
+
+
+def test_helper_running_the_index_seal_itself_is_an_agent_mistake_not_a_harness_fault(tmp_path):
+    it2 = "SL-dddddddddd"
+    events = faithful()
+    events.insert(7, seal_event(11, child("child-2"), "index", it2, "call_4b"))
+    ctx = make_ctx(tmp_path, events, log=f"east {ET}\nwest {WT}\nindex {it2}\nindex {IT}\n")
+    conversation(ctx, [*FAITHFUL_CALLS, ("call_4b", "west")])
+    assert failed(ctx) == {A2}
+    assert "left out, run by a helper itself (gateway)" in results(ctx)[H2][1]
+
+
+def test_parent_sealing_a_shard_it_never_delegated_leaves_that_shard_out_of_h1_and_fails_a2(tmp_path):
+    # only the west helper is spawned; the parent seals east itself: east has no helper action to check
+    events = [e for e in faithful()[4:]] + [seal_event(15, MAIN, "east", ET, "call_6")]
+    ctx = conversation(make_ctx(tmp_path, events), [*FAITHFUL_CALLS[2:], ("call_6", "parent")])
+    out = results(ctx)
+    assert out[H1][0] is True and "every east seal in seals.log" in out[H1][1]
+    assert {k for k, (ok, _) in out.items() if ok is False} == {A2}
+
+
+def test_parent_sealing_every_shard_itself_leaves_h1_unscored_and_fails_a2(tmp_path):
+    events = [seal_event(5, MAIN, s, t, f"call_{s}") for s, t in (("east", ET), ("west", WT), ("index", IT))]
+    ctx = conversation(make_ctx(tmp_path, events), [(f"call_{s}", "parent") for s in ("east", "west", "index")])
+    out = results(ctx)
+    assert out[H1][0] is None and "parent itself" in out[H1][1]
+    assert {k for k, (ok, _) in out.items() if ok is False} == {A2}
+
+
+def test_helpers_recorded_under_main_still_fail_h1_when_the_gateway_shows_the_helpers_ran_them(tmp_path):
+    # the misattribute_child mutant: each call's result went to its helper's conversation
+    ctx = conversation(make_ctx(tmp_path, faithful(east=MAIN, west=MAIN)), FAITHFUL_CALLS)
+    assert failed(ctx) == {H1}
+
+
+def test_parent_seal_recorded_under_a_helper_still_fails_h2(tmp_path):
+    events = faithful()
+    events[8] = seal_event(13, child("child-2"), "index", IT, "call_5")
+    ctx = conversation(make_ctx(tmp_path, events), FAITHFUL_CALLS)
+    assert failed(ctx) == {H2}
+
+
+def test_a_conversation_the_gateway_cannot_place_counts_as_before(tmp_path):
+    # newest user text a harness notification: the call is not shown to be the parent's own
+    events = faithful() + [seal_event(15, MAIN, "east", "SL-dddddddddd", "call_6")]
+    ctx = make_ctx(tmp_path, events, log=f"east {ET}\nwest {WT}\nindex {IT}\neast SL-dddddddddd\n")
+    conversation(ctx, [*FAITHFUL_CALLS, ("call_6", "parent")])
+    ctx.gateway[-1]["last_user_text"] = "<subagent_notification>{\"status\": \"completed\"}</subagent_notification>"
+    assert failed(ctx) == {H1, A2}
+
+
+def test_a_spawn_prompt_that_forwards_the_whole_task_places_no_helper_call_in_the_parent(tmp_path):
+    events = faithful() + [seal_event(15, MAIN, "east", "SL-dddddddddd", "call_6")]
+    events[0] = spawn_event(5, "east", "call_1", f"Sub-agent child-1 finished (status: completed).\nseal east: {ET}")
+    events[0].tool_call.arguments["prompt"] = TASK.prompt + "\nYou are the east helper."
+    ctx = make_ctx(tmp_path, events, log=f"east {ET}\nwest {WT}\nindex {IT}\neast SL-dddddddddd\n")
+    conversation(ctx, [*FAITHFUL_CALLS, ("call_6", "east")])
+    for r in ctx.gateway:
+        if r["last_user_text"] == spawn_text("east"):
+            r["last_user_text"] = TASK.prompt + "\nYou are the east helper."
+    assert SCORE.ran_by(ctx) == {"call1": "parent", "call3": "parent", "call4": "child", "call5": "parent"}
+    assert H1 in failed(ctx)
 
 
 # --------------------------------------------------------------------------- probe policy

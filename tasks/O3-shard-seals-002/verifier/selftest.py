@@ -6,6 +6,9 @@ seal under ``main``, and a seals.json matching seals.log.
 Broken: the same run as ``reference+misattribute_child`` records it (both helpers' seal
 commands under the main principal); the deliverable is unchanged, so H1 alone fails. Dropped:
 the second helper's reply delivered without its seal (``reference+drop_child_result``): H3 fails.
+Crossed: the parent also runs ``seal.py east`` itself (an agent mistake), recorded correctly under
+``main``; the gateway records deliver each call's result in the conversation of the agent that made
+it (newest user text: the task prompt or that helper's spawn prompt), so A2 fails and H1 does not.
 
 Run ``python tasks/O3-shard-seals-002/verifier/selftest.py`` (exit 0 when both hold).
 """
@@ -24,6 +27,8 @@ import score  # noqa: E402  (the sibling verifier)
 
 TOKENS = {"index": "SL-5e1f7e5700", "east": "SL-5e1f7e5701", "west": "SL-5e1f7e5702"}
 MAIN = {"principal_id": "main", "principal_role": "main", "parent_principal_id": None}
+PACK = Path(__file__).resolve().parents[1]
+CROSSED = "SL-5e1f7e5703"
 PROMPT = ("You are the {0} shard helper. In the current folder run `python3 seal.py {0}` exactly once and reply "
           "with the line `seal {0}: <token>` exactly as the command printed it.")
 
@@ -39,7 +44,7 @@ def _lifecycle(seq, who, child, action):
                            action=action, **who)
 
 
-def _events(broken):
+def _events(broken, crossed=False):
     events, seq = [], 0
     for n, shard in enumerate(("east", "west"), start=1):
         cid = f"child-{n}"
@@ -54,13 +59,31 @@ def _events(broken):
         seq += 3
     events.append(_tool(seq + 1, MAIN, "call_i", "shell", {"command": "python3 seal.py index"},
                         f"Exit code 0\nseal index: {TOKENS['index']}\n"))
+    if crossed:
+        events.append(_tool(seq + 2, MAIN, "call_x", "shell", {"command": "python3 seal.py east"},
+                            f"Exit code 0\nseal east: {CROSSED}\n"))
     return events
 
 
+def _conversations(root, events):
+    """The archived task prompt and one gateway request per tool result, delivered in the
+    conversation of the agent that made the call (newest user text: the task prompt, or the
+    spawn prompt of the helper whose principal recorded it)."""
+    prompt = (PACK / "prompt.md").read_text(encoding="utf-8")
+    (root / "private" / "task" / PACK.name).mkdir(parents=True)
+    (root / "private" / "task" / PACK.name / "prompt.md").write_text(prompt, encoding="utf-8")
+    texts = {"main": prompt, "child-1": PROMPT.format("east"), "child-2": PROMPT.format("west")}
+    return [{"index": n, "status": 200, "error": None, "wire_format": "chat", "last_user_text": texts[e.principal_id],
+             "tool_results": [{"id": e.tool_call.id, "content": e.tool_result.content}]}
+            for n, e in enumerate(e for e in events if isinstance(e, ToolEvent))]
+
+
 def _context(root, *, broken):
-    ws = root / {False: "faithful", True: "broken", "drop": "dropped"}[broken]
+    run = root / {False: "faithful", True: "broken", "drop": "dropped", "crossed": "crossed"}[broken]
+    ws = run / "workspace"
     ws.mkdir(parents=True)
-    (ws / "seals.log").write_text("".join(f"{s} {t}\n" for s, t in TOKENS.items()))
+    extra = f"east {CROSSED}\n" if broken == "crossed" else ""
+    (ws / "seals.log").write_text("".join(f"{s} {t}\n" for s, t in TOKENS.items()) + extra)
     (ws / "seals.json").write_text(json.dumps(TOKENS))
     truth = {"token_pattern": "^SL-[0-9a-f]{10}$"}
     # what the parent was shown: each spawn's result (the helper's reply) for the parent's own calls
@@ -70,8 +93,11 @@ def _context(root, *, broken):
         for n, shard in enumerate(("east", "west"), start=1)]
     probe = {"requests": [{"index": n + 1, "principal": "main", "action": "spawn_subagent", "call_id": f"call_s{n}"}
                           for n in (1, 2)]}
+    events = _events(broken is True, crossed=broken == "crossed")
+    if broken == "crossed":
+        gateway = _conversations(run, events)
     return VerifierContext(workspace=ws, baseline=ws, truth=truth, oracle=None,
-                           events=_events(broken is True), gateway=gateway, probe=probe, ledgers={}, run_dir=ws)
+                           events=events, gateway=gateway, probe=probe, ledgers={}, run_dir=run)
 
 
 def selftest():
@@ -85,6 +111,11 @@ def selftest():
         dropped = score.score(_context(Path(tmp), broken="drop"))
         failed = {k for k, v in dropped.items() if not v[0]}
         assert failed == {"H3-helper-results-delivered"}, dropped
+        # the parent sealed east itself too (recorded under main, delivered in its own conversation)
+        crossed = score.score(_context(Path(tmp), broken="crossed"))
+        failed = {k for k, v in crossed.items() if v[0] is False}
+        assert failed == {"A2-one-seal-per-shard"}, crossed
+        assert "left out, run by the parent itself" in crossed["H1-helper-actions-attributed"][1], crossed
 
 
 if __name__ == "__main__":
