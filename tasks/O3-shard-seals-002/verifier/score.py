@@ -110,8 +110,8 @@ def _events(ctx, log, shard, placed):
                 f"every {shard} seal in seals.log ({', '.join(tokens)}) was made by {NAMED[other]} itself (its "
                 f"`seal.py {shard}` result was delivered in that agent's conversation): no {ROLE[shard]} action "
                 f"to attribute"))
-        return None, foreign, (False, f"no recorded tool event of `seal.py {shard}` carries the {shard} token "
-                                      f"{tokens[-1]} ({len(events)} event(s) run the command)")
+        return None, foreign, (False, (f"no recorded tool event of `seal.py {shard}` carries the {shard} token "
+                                       f"{tokens[-1]} ({len(events)} event(s) run the command)"))
     return events, foreign, None
 
 
