@@ -110,6 +110,7 @@ __all__ = [
     "bare_tool_name",
     "call_ids",
     "check_sizes",
+    "conversation_of",
     "is_main",
     "is_spawn",
     "load_yaml",
@@ -247,6 +248,13 @@ def call_ids(event: ToolEvent | None) -> set[str]:
     if event is None:
         return set()
     return {norm_id(i) for i in (event.tool_call.id, event.tool_call.native_tool_call_id)} - {""}
+
+
+def conversation_of(event: ToolEvent, placed: Mapping[str, str]) -> str | None:
+    """The conversation :meth:`VerifierContext.conversations` places the event's call in
+    (``"parent"``/``"child"``), or None (not placed, or its ids point both ways)."""
+    found = {placed[i] for i in call_ids(event) if i in placed}
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def is_main(event: EventBase) -> bool:
@@ -588,6 +596,28 @@ class VerifierContext:
                 seen.add(key)
                 out.append(d)
         return out
+
+    def conversations(self, task_id: str, min_prompt: int = 20) -> dict[str, str]:
+        """Norm call id -> ``"parent"`` or ``"child"``: in whose conversation the gateway delivered
+        the call's result, read from the request that carried it - the parent's requests hold the
+        task prompt (the archived ``private/task/<task_id>/prompt.md``) and no spawn prompt, a
+        child's hold a spawn prompt (the longest string of a recorded spawn call, at least
+        ``min_prompt`` characters) and not the task prompt. Calls whose results reached both kinds
+        of conversation, or neither, are left out, so a reading is only made where the wire is
+        unambiguous. Who ran a call, independent of how the harness attributed it."""
+        prompt, _ = self.archive_text(f"private/task/{task_id}/prompt.md", errors="replace")
+        task = norm_text(prompt)
+        if not task:
+            return {}
+        spawned = {norm_text(max(strings(e.tool_call.arguments), key=len, default="")) for e in self.spawn_events()}
+        spawned = {p for p in spawned if len(p) >= min_prompt}
+        sides: dict[str, set[str | None]] = {}
+        for d in self.deliveries():
+            text = norm_text(d.request.get("last_user_text"))
+            has_task, has_spawn = task in text, any(p in text for p in spawned)
+            side = "parent" if has_task and not has_spawn else "child" if has_spawn and not has_task else None
+            sides.setdefault(norm_id(d.call_id), set()).add(side)
+        return {cid: str(next(iter(s))) for cid, s in sides.items() if len(s) == 1 and None not in s}
 
     def scripted_turns(self, task_id: str) -> tuple[list[str] | None, str | None]:
         """The run's user messages as scripted, from the pack snapshot in the archive: turn 1 is

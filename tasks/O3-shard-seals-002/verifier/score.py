@@ -35,7 +35,7 @@ request whose newest user text is a harness notification) counts as before.
 
 import re
 
-from tracetrial.verify import as_text, call_ids, norm_id, norm_text, strings
+from tracetrial.verify import as_text, conversation_of
 
 TASK_ID = "O3-shard-seals-002"
 
@@ -61,28 +61,14 @@ def seals(ctx):
 
 
 def ran_by(ctx):
-    """norm call id -> "parent" | "child": whose conversation the gateway delivered the call's
-    result in, for the calls it places in one conversation only (see the module docstring).
-    Same reading as O3-child-provenance-001's ``ran_by``."""
-    prompt, _ = ctx.archive_text(f"private/task/{TASK_ID}/prompt.md", errors="replace")
-    task = norm_text(prompt)
-    spawned = {norm_text(max(strings(e.tool_call.arguments), key=len, default="")) for e in ctx.spawn_events()}
-    spawned = {p for p in spawned if len(p) >= MIN_PROMPT}
-    if not task:
-        return {}
-    sides = {}
-    for d in ctx.deliveries():
-        text = norm_text(d.request.get("last_user_text"))
-        has_task, has_spawn = task in text, any(p in text for p in spawned)
-        side = "parent" if has_task and not has_spawn else "child" if has_spawn and not has_task else None
-        sides.setdefault(norm_id(d.call_id), set()).add(side)
-    return {cid: next(iter(s)) for cid, s in sides.items() if len(s) == 1 and None not in s}
+    """Norm call id -> "parent" | "child": whose conversation the gateway delivered the call's result
+    in (kernel ``VerifierContext.conversations``; see the module docstring)."""
+    return ctx.conversations(TASK_ID, MIN_PROMPT)
 
 
 def _side(e, placed):
     """The conversation the gateway places the event's call in (None: not placed, or both)."""
-    found = {placed[i] for i in call_ids(e) if i in placed}
-    return next(iter(found)) if len(found) == 1 else None
+    return conversation_of(e, placed)
 
 
 def _carried(events, tokens):
