@@ -444,3 +444,23 @@ def test_tool_entries_reads_listings_and_describe_results_whatever_their_layout(
     relayed = json.dumps([{"type": "text", "text": json.dumps({**entry, "parameters": {"type": "object"}})}])
     assert tool_entries(relayed, "mcp__billing__create_invoice")[0]["parameters"] == {"type": "object"}
     assert tool_entries("no json {here", "create_invoice") == [] and tool_entries(None, "x") == []
+
+
+def test_conversations_place_each_call_by_the_request_that_carried_its_result(tmp_path: Path) -> None:
+    from tracetrial.verify import conversation_of
+
+    task = "Stamp the parent token yourself and have a helper stamp the child token."
+    spawn = "You are the helper: run python3 stamp.py child and report the token."
+    (tmp_path / "private" / "task" / "T").mkdir(parents=True)
+    (tmp_path / "private" / "task" / "T" / "prompt.md").write_text(task)
+    events: list[EventBase] = [tool(1, "Agent", {"description": "helper", "prompt": spawn}, "done"),
+                               tool(2, "Bash", {"command": "python3 stamp.py parent"}, "ST-1"),
+                               tool(3, "Bash", {"command": "python3 stamp.py child"}, "ST-2")]
+    gateway = [{"index": 0, "last_user_text": task, "tool_results": [{"id": "call_2", "content": "ST-1"}]},
+               {"index": 1, "last_user_text": spawn, "tool_results": [{"id": "call_3", "content": "ST-2"}]},
+               {"index": 2, "last_user_text": task + " " + spawn, "tool_results": [{"id": "call_1", "content": "x"}]}]
+    ctx = ctx_for(tmp_path, events=events, gateway=gateway)
+    placed = ctx.conversations("T")
+    assert placed == {"call2": "parent", "call3": "child"}  # the mixed request places nothing
+    assert [conversation_of(e, placed) for e in events] == [None, "parent", "child"]
+    assert ctx_for(tmp_path / "none", gateway=gateway).conversations("T") == {}  # no archived prompt: no reading
