@@ -24,7 +24,7 @@ from tracetrial.task import SessionBoundary, TaskPack
 from tracetrial.trace import EventBase, StructuredTraceStatus
 
 __all__ = ["EPOCH", "HarnessAdapter", "HarnessCapabilities", "McpServer", "NormalizedTrace", "RunContext",
-           "TurnContext", "TurnOutcome", "WireFormat", "recorded_time"]
+           "TurnContext", "TurnOutcome", "WireFormat", "asks_user", "recorded_time"]
 
 #: The timestamp of normalized events when no turn start was recorded (a fixed value, so a
 #: normalizer's output never depends on when it ran).
@@ -55,6 +55,12 @@ class RunContext:
     #: cell's confinement; adapters use ``sandbox.host_command`` for helpers that must run
     #: outside it (they read private files).
     sandbox: Sandbox = field(default_factory=LocalSandbox)
+
+
+def asks_user(ctx: RunContext) -> bool:
+    """The task's work needs the user's answer (``ask_user`` among its tools): an adapter then
+    opens the harness's own ask-user channel for the run."""
+    return "ask_user" in ctx.task.spec.tools
 
 
 @dataclass(frozen=True)

@@ -407,12 +407,7 @@ def _mcp_plan(inv: Inventory, action: CallTool, deferred: Sequence[str] = (),
         if search is not None:
             sargs, _ = shape_arguments(search, {"query": action.tool})
             calls.append(PlannedCall(search, sargs))
-        props = caller.properties
-        id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
-        args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
-        target = f"{action.server}__{action.tool}"
-        calls.append(PlannedCall(caller, {id_key: target, args_key: dict(action.arguments)},
-                                 target=target, target_arguments=dict(action.arguments)))
+        calls.append(_dispatch(caller, f"{action.server}__{action.tool}", dict(action.arguments)))
         return Plan(tuple(calls), via="tool_search")
     search = inv.first(DEFERRED_SEARCH_TOOLS)
     if search is not None:
@@ -462,6 +457,24 @@ def _agent_tool(inv: Inventory) -> ToolDecl | None:
     return None
 
 
+def _dispatch(caller: ToolDecl, name: str, arguments: dict[str, Any]) -> PlannedCall:
+    """A call of ``name`` through a dispatcher tool (``tool_call {id, args}``, keys as it declares)."""
+    props = caller.properties
+    id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
+    args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
+    return PlannedCall(caller, {id_key: name, args_key: arguments}, target=name, target_arguments=arguments)
+
+
+def _describe_first(inv: Inventory, name: str) -> list[PlannedCall]:
+    """``tool_describe {id: name}`` when the harness declares a describe tool (the schema, as an
+    agent learns it before a dispatched call), else nothing."""
+    describe = inv.first(DESCRIBE_TOOLS)
+    if describe is None:
+        return []
+    key = next((p for p in ALIASES["tool_id"] if p in describe.properties), "id")
+    return [PlannedCall(describe, {key: name})]
+
+
 def _deferred_spawn_plan(inv: Inventory, action: SpawnSubagent, deferred: Sequence[str]) -> Plan | None:
     """A sub-agent tool the harness defers behind its dispatcher (OpenClaw 2026.9.6:
     ``sessions_spawn`` is listed under "Available deferred-schema tools", reachable through
@@ -481,24 +494,15 @@ def _deferred_spawn_plan(inv: Inventory, action: SpawnSubagent, deferred: Sequen
     if deferred and not known:
         return None
     name = known[0] if known else "sessions_spawn"
-    props = caller.properties
-    id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
-    args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
-    calls: list[PlannedCall] = []
-    describe = inv.first(DESCRIBE_TOOLS)
-    if describe is not None:
-        dkey = next((p for p in ALIASES["tool_id"] if p in describe.properties), "id")
-        calls.append(PlannedCall(describe, {dkey: name}))
+    calls = _describe_first(inv, name)
     args, _ = fill_object(SESSIONS_SPAWN_SCHEMA, {"prompt": action.prompt, "description": action.description})
-    calls.append(PlannedCall(caller, {id_key: name, args_key: args}, target=name, target_arguments=args))
+    calls.append(_dispatch(caller, name, args))
     notes = [f"{name} is deferred behind {caller.display}; "
-             + (f"its schema loaded with {describe.display} first" if describe else "called by name")]
+             + (f"its schema loaded with {calls[0].tool.display} first" if len(calls) > 1 else "called by name")]
     wait = inv.first(YIELD_TOOLS)
     if not action.background and wait is not None:
         calls.append(PlannedCall(wait, {}))
-        listing = {"action": "list"}
-        calls.append(PlannedCall(caller, {id_key: "subagents", args_key: listing}, target="subagents",
-                                 target_arguments=listing))
+        calls.append(_dispatch(caller, "subagents", {"action": "list"}))
         notes.append(f"foreground: waits with {wait.display}, then reads the child's result with subagents list")
     elif not action.background:
         notes.append("foreground requested but no sessions_yield declared: the spawn result is the observation")
@@ -609,18 +613,11 @@ def _deferred_ask_plan(inv: Inventory, action: AskUser, deferred: Sequence[str])
     if caller is None or not known:
         return None
     name = known[0]
-    props = caller.properties
-    id_key = next((p for p in ALIASES["tool_id"] if p in props), "id")
-    args_key = next((p for p in ALIASES["tool_args"] if p in props), "args")
-    calls: list[PlannedCall] = []
-    describe = inv.first(DESCRIBE_TOOLS)
-    if describe is not None:
-        dkey = next((p for p in ALIASES["tool_id"] if p in describe.properties), "id")
-        calls.append(PlannedCall(describe, {dkey: name}))
+    calls = _describe_first(inv, name)
     args, notes = ask_arguments(ToolDecl(name, schema=OPENCLAW_ASK_USER_SCHEMA), action.question)
-    calls.append(PlannedCall(caller, {id_key: name, args_key: args}, target=name, target_arguments=args))
+    calls.append(_dispatch(caller, name, args))
     notes.insert(0, f"{name} is deferred behind {caller.display}; "
-                 + (f"its schema loaded with {describe.display} first" if describe else "called by name"))
+                 + (f"its schema loaded with {calls[0].tool.display} first" if len(calls) > 1 else "called by name"))
     return Plan(tuple(calls), via="tool_search", notes=tuple(notes))
 
 

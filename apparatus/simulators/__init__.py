@@ -35,6 +35,7 @@ from apparatus.simulators.user import (
     ScriptedUser,
     UserDecision,
     UserScript,
+    option_labels,
 )
 from tracetrial.eligibility import Eligibility, eligibility
 from tracetrial.handlers import Call, Reply
@@ -64,6 +65,7 @@ __all__ = [
     "eligibility",
     "load_service",
     "mcp_servers_for",
+    "option_labels",
     "read_head",
     "read_ledger",
     "serve_command",

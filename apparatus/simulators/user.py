@@ -32,6 +32,7 @@ private ledger ``<run>/private/ledgers/_ask_user.jsonl``::
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -177,6 +178,18 @@ class ScriptedUser:
 
 
 # ---- ask-user responder -------------------------------------------------------------------
+
+
+def option_labels(question: Mapping[str, Any]) -> list[str] | None:
+    """The option labels of one question as a harness's ask tool carries it (``options`` as
+    ``[{label, description}]`` or plain strings; Claude Code AskUserQuestion, DeepSeek
+    ask_user_question), or None when it offers none: the ``options`` of a
+    :class:`ClarificationRequest`."""
+    options = question.get("options")
+    if not isinstance(options, list):
+        return None
+    labels = [str(o.get("label", "")) if isinstance(o, dict) else str(o) for o in options]
+    return [label for label in labels if label] or None
 
 
 @dataclass(frozen=True)

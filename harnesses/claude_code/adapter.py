@@ -38,6 +38,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
     WireFormat,
+    asks_user,
     recorded_time,
 )
 from harnesses.claude_code.normalize import normalize
@@ -87,10 +88,6 @@ ASK_SERVER = "tt_user"
 ASK_PROMPT_TOOL = f"mcp__{ASK_SERVER}__prompt"
 
 
-def _asks_user(ctx: RunContext) -> bool:
-    """The task's work needs the user's answer (``ask_user`` among its tools)."""
-    return "ask_user" in ctx.task.spec.tools
-
 
 #: Tools pre-approved in native permission mode (the task's deny rules still apply).
 ROUTINE_TOOLS = ("Bash", "Read", "Write", "Edit")
@@ -129,7 +126,7 @@ class ClaudeCodeAdapter(CliAdapter):
             # The task's context window (its trigger is context pressure): Claude Code compacts
             # proactively against this window once the reported prompt size nears it.
             extra["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(window)
-        if ctx.mcp_servers or _asks_user(ctx):
+        if ctx.mcp_servers or asks_user(ctx):
             # Claude Code connects MCP servers without waiting by default, so a slow server start
             # can leave the task's tools out of the first request (seen on --resume turns).
             # Waiting for them is its own setting, the counterpart of Codex's `required = true`.
@@ -142,7 +139,7 @@ class ClaudeCodeAdapter(CliAdapter):
             for s in ctx.mcp_servers
         }
         flags: list[str] = []
-        if _asks_user(ctx):
+        if asks_user(ctx):
             # Headless Claude Code declares AskUserQuestion only when a permission-prompt tool
             # answers for the user; ours relays the questions to the simulated user and refuses
             # everything else as ``-p`` does on its own (harnesses.claude_code.ask_user_mcp).

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from apparatus.simulators.user import option_labels
 from harnesses.claude_code.adapter import ASK_PROMPT_TOOL, ASK_SERVER
 
 #: The tool Claude Code calls: ``mcp__<ASK_SERVER>__<TOOL>`` is the adapter's ASK_PROMPT_TOOL.
@@ -34,14 +35,6 @@ TOOL = "prompt"
 assert ASK_PROMPT_TOOL == f"mcp__{ASK_SERVER}__{TOOL}"
 
 ASK_TOOL = "AskUserQuestion"
-
-
-def _labels(question: dict[str, Any]) -> list[str] | None:
-    options = question.get("options")
-    if not isinstance(options, list):
-        return None
-    labels = [str(o.get("label", "")) if isinstance(o, dict) else str(o) for o in options]
-    return [label for label in labels if label] or None
 
 
 def decide(request: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -60,7 +53,7 @@ def decide(request: dict[str, Any], answer: Any) -> dict[str, Any]:
     for q in questions if isinstance(questions, list) else []:
         if not isinstance(q, dict) or not isinstance(q.get("question"), str):
             continue
-        answers[q["question"]] = answer(q["question"], _labels(q), request.get("tool_use_id"), q)
+        answers[q["question"]] = answer(q["question"], option_labels(q), request.get("tool_use_id"), q)
     return {"behavior": "allow", "updatedInput": {**data, "answers": answers}}
 
 

@@ -71,6 +71,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
     WireFormat,
+    asks_user,
     recorded_time,
 )
 from harnesses.cli_adapter import turn_outcome, write_invocation
@@ -119,10 +120,6 @@ def runtime_paths() -> tuple[Path, Path] | None:
     except (FileNotFoundError, ValueError):
         return None
 
-
-def asks_user(ctx: RunContext) -> bool:
-    """The task's work needs the user's answer (``ask_user`` among its tools)."""
-    return "ask_user" in ctx.task.spec.tools
 
 
 def _turn_status(messages: list[dict[str, Any]], session: str, receipt_index: int) -> str | None:

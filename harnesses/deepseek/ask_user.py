@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from apparatus.simulators.user import option_labels
 from tracetrial.task import TaskPack
 
 #: The JSON-RPC method the provider sends to the client for one ``ctx.userQuestions.ask()``.
@@ -71,14 +72,6 @@ def write_ask_config(bundled: Path, folder: Path) -> Path:
     return cordis
 
 
-def _labels(question: dict[str, Any]) -> list[str] | None:
-    options = question.get("options")
-    if not isinstance(options, list):
-        return None
-    labels = [str(o.get("label", "")) if isinstance(o, dict) else str(o) for o in options]
-    return [label for label in labels if label] or None
-
-
 def answer_questions(params: Any, answer: Answer, request_id: str | None = None) -> dict[str, Any]:
     """The ``userQuestions/ask`` result for ``params``: one answer per question, in order
     (pure apart from ``answer``). A pick of an offered label is ``selected``; anything else the
@@ -89,7 +82,7 @@ def answer_questions(params: Any, answer: Answer, request_id: str | None = None)
         if not isinstance(q, dict):
             continue
         qid = str(q.get("id", ""))
-        text, option = answer(str(q.get("question", "")), _labels(q), request_id, q)
+        text, option = answer(str(q.get("question", "")), option_labels(q), request_id, q)
         if option is not None:
             answers.append({"id": qid, "selected": [option]})
         else:

@@ -110,6 +110,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
     WireFormat,
+    asks_user,
     recorded_time,
 )
 from harnesses.cli_adapter import CliAdapter
@@ -138,10 +139,6 @@ GATEWAY_TURN = Path(__file__).with_name("gateway_turn.py")
 STATE_TABLES: dict[str, str] = {"task_runs": "created_at, task_id", "subagent_runs": "created_at, run_id",
                                 "flow_runs": "created_at, flow_id"}
 
-
-def asks_user(ctx: RunContext) -> bool:
-    """The task's work needs the user's answer (``ask_user`` among its tools)."""
-    return "ask_user" in ctx.task.spec.tools
 
 
 def uses_gateway(ctx: RunContext) -> bool:
