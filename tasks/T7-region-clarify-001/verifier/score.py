@@ -16,14 +16,11 @@ import re
 from tracetrial.verify import bare_tool_name, call_ids
 
 #: Ask-user tool names per harness: Claude Code AskUserQuestion, Codex request_user_input,
-#: the reference harness ask_user, and common names of other harnesses.
-ASK_TOOL_RE = re.compile(
-    r"(?i)^(?:AskUserQuestion|ask_user|ask_user_question|request_user_input|ask_followup_question"
-    r"|ask_human|ask_question)$")
-
-
+#: the reference harness ask_user, DeepSeek ask_user_question, and common names of others.
 ASK_NAMES = ("AskUserQuestion", "ask_user", "ask_user_question", "request_user_input", "ask_followup_question",
              "ask_human", "ask_question")
+#: A tool whose whole name (case aside) is one of them.
+ASK_TOOL_RE = re.compile(r"(?i)^(?:" + "|".join(map(re.escape, ASK_NAMES)) + r")$")
 
 
 def offered(ctx):
