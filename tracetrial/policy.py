@@ -64,7 +64,7 @@ here so that a pack imports only this module and :mod:`tracetrial.verify`::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -72,10 +72,41 @@ from tracetrial.declarations import shell_state_declared
 from tracetrial.handlers import Call, Reply
 
 __all__ = [
-    "Action", "AskUser", "Call", "Reply", "CallTool", "EditFile", "Final", "NativeTool", "Observation", "PolicyFn",
-    "ProviderError", "ReadFile", "Shell", "SpawnSubagent", "Turn", "TurnView", "CallView", "Wait", "WriteFile",
-    "MCP_WAITS", "MCP_WAIT_TOOL", "ask_user", "await_mcp", "call_tool", "edit_file", "final", "learn_schema", "native_tool", "provider_error", "read_file",
-    "shell", "shell_state_declared", "spawn_subagent", "wait", "write_file",
+    "MCP_WAITS",
+    "MCP_WAIT_TOOL",
+    "Action",
+    "AskUser",
+    "Call",
+    "CallTool",
+    "CallView",
+    "EditFile",
+    "Final",
+    "NativeTool",
+    "Observation",
+    "PolicyFn",
+    "ProviderError",
+    "ReadFile",
+    "Reply",
+    "Shell",
+    "SpawnSubagent",
+    "Turn",
+    "TurnView",
+    "Wait",
+    "WriteFile",
+    "ask_user",
+    "await_mcp",
+    "call_tool",
+    "edit_file",
+    "final",
+    "learn_schema",
+    "native_tool",
+    "provider_error",
+    "read_file",
+    "shell",
+    "shell_state_declared",
+    "spawn_subagent",
+    "wait",
+    "write_file",
 ]
 
 
@@ -164,10 +195,13 @@ class SpawnSubagent(Action):
 
 @dataclass(frozen=True)
 class AskUser(Action):
-    """Ask the user through a declared ask-user tool (absent capability if none is declared)."""
+    """Ask the user through a declared ask-user tool (absent capability if none is declared);
+    ``options``, when given, are the choices offered (the tool's own options where it has them,
+    else listed in the question's text)."""
 
     kind: ClassVar[str] = "ask_user"
     question: str
+    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,9 +277,9 @@ def spawn_subagent(description: str, prompt: str, background: bool = False) -> S
     return SpawnSubagent(description, prompt, background)
 
 
-def ask_user(question: str) -> AskUser:
-    """Ask the user ``question`` through the harness's clarification channel."""
-    return AskUser(question)
+def ask_user(question: str, options: Sequence[str] = ()) -> AskUser:
+    """Ask the user ``question`` through the harness's clarification channel, offering ``options``."""
+    return AskUser(question, tuple(options))
 
 
 def wait(seconds: float) -> Wait:

@@ -516,21 +516,6 @@ OPEN_CHOICES = (("Type the answer", "None of these: answer in your own words"),
                 ("Not known yet", "I cannot say yet"))
 
 
-#: A generic question that lists its choices in its text: ``"<question> Options: <a>; <b>; …"``
-#: (the generic ask action carries text only; a policy asking a multiple-choice question through
-#: an ask tool whose form it does not know writes the options this way).
-LISTED_OPTIONS_RE = re.compile(r"^(?P<question>.*\S)\s+Options:\s*(?P<options>[^\n]+?)\s*$", re.DOTALL)
-
-
-def listed_options(question: str) -> tuple[str, list[str]] | None:
-    """(question without the list, the 2+ options) of a question ending in ``Options: a; b; …``."""
-    m = LISTED_OPTIONS_RE.match(question)
-    if m is None:
-        return None
-    options = [o.strip() for o in m.group("options").split(";") if o.strip()]
-    return (m.group("question"), options) if len(options) >= 2 else None
-
-
 def _option_items(options: dict[str, Any], labels: Sequence[str]) -> list[Any] | None:
     """``labels`` in the form of a ``questions[].options`` schema, or None when they do not fit it."""
     low, high = int(options.get("minItems", 0) or 0), options.get("maxItems")
@@ -547,37 +532,41 @@ def _option_items(options: dict[str, Any], labels: Sequence[str]) -> list[Any] |
     return [{"label": label, **({"description": label} if "description" in required else {})} for label in labels]
 
 
-def ask_arguments(tool: ToolDecl, question: str) -> tuple[dict[str, Any], list[str]]:
-    """Arguments asking ``question`` through ``tool``: a multiple-choice ``{questions: [...]}``
-    tool (Claude Code ``AskUserQuestion``, Codex ``request_user_input``, DeepSeek
-    ``ask_user_question``) gets one question in its own form — the choices a question lists in
-    its text (``… Options: a; b``) as the tool's options, else open placeholders where its schema
-    requires options; any other tool the generic fill."""
+def listed(question: str, options: Sequence[str]) -> str:
+    """The question with its options in its text (``"<question> Options: <a>; <b>"``), for a tool
+    that cannot carry them as options."""
+    return f"{question} Options: {'; '.join(options)}" if options else question
+
+
+def ask_arguments(tool: ToolDecl, question: str, options: Sequence[str] = ()) -> tuple[dict[str, Any], list[str]]:
+    """Arguments asking ``question`` (offering ``options``) through ``tool``: a multiple-choice
+    ``{questions: [...]}`` tool (Claude Code ``AskUserQuestion``, Codex ``request_user_input``,
+    DeepSeek ``ask_user_question``) gets one question in its own form - the options as the tool's
+    options where its schema takes them, else open placeholders where its schema requires options;
+    any other tool the generic fill, the options listed in the question's text."""
     questions = (tool.schema.get("properties") or {}).get("questions")
     item = questions.get("items") if isinstance(questions, dict) else None
     props = item.get("properties") if isinstance(item, dict) else None
     if not isinstance(item, dict) or not isinstance(props, dict) or "question" not in props:
-        return shape_arguments(tool, {"question": question})
-    q: dict[str, Any] = {"question": question}
+        return shape_arguments(tool, {"question": listed(question, options)})
+    q: dict[str, Any] = {"question": listed(question, options)}
     notes: list[str] = []
     if "id" in props:
         q["id"] = "q1"
     if "header" in props:
         limit = props["header"].get("maxLength", 12) if isinstance(props["header"], dict) else 12
         q["header"] = "Question"[:limit]
-    options = props.get("options")
-    listed = listed_options(question) if isinstance(options, dict) else None
-    choices = _option_items(options, listed[1]) if isinstance(options, dict) and listed else None
-    if listed and choices is not None:
-        q["question"], q["options"] = listed[0], choices
-        notes.append(f"multiple-choice question: the {len(choices)} options listed in its text are offered as "
-                     f"{tool.display}'s options")
+    field = props.get("options")
+    choices = _option_items(field, options) if isinstance(field, dict) and len(options) >= 2 else None
+    if choices is not None:
+        q["question"], q["options"] = question, choices
+        notes.append(f"multiple-choice question: its {len(choices)} options are offered as {tool.display}'s options")
         if "multi_select" in props:
             q["multi_select"] = False
-    elif isinstance(options, dict):
-        need = max(int(options.get("minItems", 0) or 0), 2 if "options" in (item.get("required") or []) else 0)
+    elif isinstance(field, dict):
+        need = max(int(field.get("minItems", 0) or 0), 2 if "options" in (item.get("required") or []) else 0)
         if need:
-            kind = (options.get("items") or {}).get("type")
+            kind = (field.get("items") or {}).get("type")
             q["options"] = [{"label": label, "description": text} if kind != "string" else label
                             for label, text in OPEN_CHOICES[:need]]
             if need > len(OPEN_CHOICES):
@@ -614,7 +603,7 @@ def _deferred_ask_plan(inv: Inventory, action: AskUser, deferred: Sequence[str])
         return None
     name = known[0]
     calls = _describe_first(inv, name)
-    args, notes = ask_arguments(ToolDecl(name, schema=OPENCLAW_ASK_USER_SCHEMA), action.question)
+    args, notes = ask_arguments(ToolDecl(name, schema=OPENCLAW_ASK_USER_SCHEMA), action.question, action.options)
     calls.append(_dispatch(caller, name, args))
     notes.insert(0, f"{name} is deferred behind {caller.display}; "
                  + (f"its schema loaded with {calls[0].tool.display} first" if len(calls) > 1 else "called by name"))
@@ -660,7 +649,7 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
             plan = _deferred_ask_plan(inv, action, deferred)
             return plan or _absent("an ask-user tool (AskUserQuestion, request_user_input, ask_user, or ask_user "
                                    "named as deferred behind tool_call)")
-        args, notes = ask_arguments(tool, action.question)
+        args, notes = ask_arguments(tool, action.question, action.options)
         return Plan((PlannedCall(tool, args),), notes=tuple(notes))
     if isinstance(action, Wait):
         return _shell_plan(inv, f"sleep {_seconds(action.seconds)}",

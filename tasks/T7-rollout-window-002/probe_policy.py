@@ -7,7 +7,8 @@ reference harness ``ask_user {question, options}``, Claude Code ``AskUserQuestio
 ``request_user_input`` ``{questions: [{question, header, options: [{label, description}]}]}``; a
 harness that keeps its ask-user tool behind a discovery tool (OpenClaw ``tool_search`` →
 ``tool_call``) is searched first. Any other ask-user tool gets the generic ``ask_user`` action
-with the options in the question text. Without a tool (an absent capability, recorded by the
+with the options (the tool's own options where its schema has them, as DeepSeek's
+``ask_user_question`` does, else listed in the question text). Without a tool (an absent capability, recorded by the
 probe) or without an answer naming exactly one window, it writes ``window: null`` and says so; it
 never picks a window itself."""
 
@@ -63,8 +64,7 @@ def ask(turn, windows):
         match = ASK_NAME_RE.search(found.text or "") if found.ok else None
         if match is not None:
             return (yield native_tool("tool_call", {"id": match.group(1), "args": _structured(match.group(1), windows)}))
-    listing = "; ".join(_labels(windows))
-    return (yield ask_user(f"{QUESTION} Options: {listing}"))
+    return (yield ask_user(QUESTION, options=_labels(windows)))
 
 
 def pick(answer_text, windows):

@@ -272,25 +272,26 @@ def test_a_free_text_question_through_deepseeks_ask_user_question() -> None:
     assert args == {"questions": [{"question": "Which region?", "id": "q1", "header": "Question"}]} and notes == []
 
 
-def test_options_listed_in_a_generic_question_become_the_tools_options() -> None:
-    from apparatus.probe.mapping import ask_arguments, listed_options
+def test_an_asks_options_become_the_tools_options() -> None:
+    from apparatus.probe.mapping import ask_arguments
     from apparatus.probe.tools import ToolDecl
 
-    question = "Which window? Options: RW-TUE-0200 (Tuesday 02:00 UTC); RW-THU-2200 (Thursday 22:00 UTC)"
-    args, notes = ask_arguments(_deepseek_ask_tool(), question)
+    question, options = "Which window?", ["RW-TUE-0200 (Tuesday 02:00 UTC)", "RW-THU-2200 (Thursday 22:00 UTC)"]
+    listed = f"{question} Options: {'; '.join(options)}"
+    args, notes = ask_arguments(_deepseek_ask_tool(), question, options)
     assert args == {"questions": [{"question": "Which window?", "id": "q1", "header": "Question",
                                    "options": [{"label": "RW-TUE-0200 (Tuesday 02:00 UTC)"},
                                                {"label": "RW-THU-2200 (Thursday 22:00 UTC)"}],
                                    "multi_select": False}]}
     assert notes and "2 options" in notes[0]
-    assert listed_options("Which region?") is None and listed_options("Pick one. Options: only") is None
-    # a schema the listed options do not fit (too many for maxItems) keeps the question as it was
+    # a schema the options do not fit (too many for maxItems) gets them listed in the question
     tight = ToolDecl("AskUserQuestion", schema={"type": "object", "properties": {"questions": {
         "type": "array", "items": {"type": "object", "required": ["question"], "properties": {
             "question": {"type": "string"}, "options": {"type": "array", "maxItems": 1, "items": {"type": "string"}}}}}}})
-    assert ask_arguments(tight, question)[0] == {"questions": [{"question": question}]}
-    # the reference's plain ask_user {question, options?} keeps the generic form
+    assert ask_arguments(tight, question, options)[0] == {"questions": [{"question": listed}]}
+    # the reference's plain ask_user {question, options?} keeps the generic form, options in the text
     plain = ToolDecl("ask_user", schema={"type": "object", "properties": {
         "question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}},
         "required": ["question"]})
+    assert ask_arguments(plain, question, options)[0] == {"question": listed}
     assert ask_arguments(plain, question)[0] == {"question": question}
