@@ -8,7 +8,8 @@ Signatures observed on the real CLIs (see ``shared/HARNESSES.md``):
 * **compaction**: Claude Code's last user text asks to "create a detailed
   summary of the conversation so far" (tools may still be declared); Codex sends
   ``tools: []``, ``request_kind: "compaction"`` in ``x-codex-turn-metadata`` and
-  "CONTEXT CHECKPOINT COMPACTION".
+  "CONTEXT CHECKPOINT COMPACTION"; OpenClaw 2026.6.9 (its compaction safeguard) sends no tools and a
+  user text asking to "Create a structured context checkpoint summary that another LLM will use".
 * **heartbeat** (OpenClaw Gateway): a periodic run in the agent's main session whose user text
   is "Follow the heartbeat monitor scratch context when provided. … If nothing needs attention,
   reply NO_REPLY." — harness housekeeping, not the task; answered ``NO_REPLY`` as it asks.
@@ -32,7 +33,7 @@ from apparatus.probe.conversation import Conversation
 Kind = Literal["policy", "title", "compaction", "heartbeat", "unscripted"]
 
 _COMPACTION = re.compile(
-    r"detailed summary of the conversation|context checkpoint compaction|"
+    r"detailed summary of the conversation|context checkpoint (compaction|summary)|"
     r"summari[sz]e (the|this) conversation (so far|above)|create a (handoff )?summary for another (llm|model)",
     re.IGNORECASE,
 )

@@ -140,6 +140,21 @@ def test_claude_compaction_request_gets_analysis_and_summary(probe, write_policy
     assert probe.finish_run(run_id).requests[0].kind == "compaction"
 
 
+def test_openclaw_checkpoint_summary_request_is_a_compaction(probe, write_policy, run_id):
+    """OpenClaw 2026.6.9's summary request (seen in C2 cells: no tools, this wording) is answered as
+    a compaction from what the request carries, not refused as unscripted."""
+    probe.register_run(run_id, write_policy(MULTI_STEP))
+    sim = SimHarness("chat", probe.run_url(run_id), [])
+    sim.user("fix the build; keep MAXCONN=7")
+    sim.messages.append({"role": "assistant", "content": "noted"})
+    sim.user("<conversation>\n\n</conversation>\n\nThe messages above are a conversation to summarize. Create a "
+             "structured context checkpoint summary that another LLM will use to continue the work.\n\n"
+             "Use this EXACT format:\n\n## Goal\n[What is the user trying to accomplish?]")
+    out = sim.send()
+    assert "MAXCONN=7" in out.text and "EXACT format" not in out.text
+    assert probe.finish_run(run_id).requests[0].kind == "compaction"
+
+
 def test_large_usage_until_compaction(probe, write_policy, run_id):
     probe.register_run(run_id, write_policy(MULTI_STEP), {"report_usage_tokens": 900_000})
     sim = SimHarness("anthropic", probe.run_url(run_id), tools_for("anthropic"))
