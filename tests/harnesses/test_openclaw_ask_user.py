@@ -68,8 +68,8 @@ def test_an_ask_user_task_runs_through_the_gateway_with_the_simulated_user(
 
 
 def test_other_tasks_run_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, plain = _argv(tmp_path / "a", monkeypatch, None)  # the example pack: agent exec
-    assert plain[1:3] == ["agent", "exec"] and "--ask-command" not in plain
+    _, plain = _argv(tmp_path / "a", monkeypatch, None)  # the example pack: the pin's embedded turn
+    assert plain[1:3] == ["agent", "--local"] and "--ask-command" not in plain
     _, delegating = _argv(tmp_path / "b", monkeypatch, "L4-pending-report-001")  # Gateway, nobody to ask
     assert delegating[1] == str(GATEWAY_TURN) and "--ask-command" not in delegating
 

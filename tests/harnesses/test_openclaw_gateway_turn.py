@@ -80,8 +80,8 @@ def test_gateway_turn_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert float(wrapper[wrapper.index("--deadline") + 1]) == 235
     assert wrapper[wrapper.index("--gateway-log") + 1] == str(ctx.home / "openclaw-logs" / "gateway-turn-1.log")
     fresh = fresh_session_id(ctx, TurnContext(1, "x", None, 1))
-    assert agent == ["/opt/openclaw", "agent", "--session-id", fresh, "--json", "--message-file",
-                     str(ctx.home / "tt-prompts" / "turn-1.txt")]
+    # the pin (2026.6.9) has no --message-file: the prompt is one --message= argument
+    assert agent == ["/opt/openclaw", "agent", "--session-id", fresh, "--json", "--message=delegate it"]
     assert ctx.session_id == fresh
     # a resumed turn keeps its session
     again = adapter.argv(ctx, TurnContext(2, "more", None, 240), fresh)

@@ -132,7 +132,7 @@ def test_rule4_each_native_stream_keeps_its_order(case: str) -> None:
 
 
 def test_tool_event_is_the_transcript_exchange_with_structured_exec_details() -> None:
-    (call,) = tools(run(load_golden(HARNESS, "tool_roundtrip")))
+    (call,) = tools(run(load_golden(HARNESS, "tool_roundtrip@2026.9.6")))
     assert call.source == SRC_TRANSCRIPT
     assert (call.tool_call.name, call.tool_call.arguments) == ("exec", {"command": "cat notes.txt"})
     # the model's id as the transcript stores it (on the wire OpenClaw sends it as "calltt…")
@@ -143,7 +143,7 @@ def test_tool_event_is_the_transcript_exchange_with_structured_exec_details() ->
 
 
 def test_rule1_and_7_nonzero_exit_prose_verbatim_and_native_exit_code() -> None:
-    (call,) = tools(run(load_golden(HARNESS, "nonzero_exit")))
+    (call,) = tools(run(load_golden(HARNESS, "nonzero_exit@2026.9.6")))
     assert call.tool_result is not None
     assert call.tool_result.content.endswith("BUILD SUCCESS: dist/app.bin written\n\n(Command exited with code 3)")
     # OpenClaw's exec details state the code (a structured native field); the error flag stays False
@@ -151,7 +151,7 @@ def test_rule1_and_7_nonzero_exit_prose_verbatim_and_native_exit_code() -> None:
 
 
 def test_rule7_large_output_truncation_wording_kept_and_exit_line_lost() -> None:
-    ok, failed = tools(run(load_golden(HARNESS, "large_output")))
+    ok, failed = tools(run(load_golden(HARNESS, "large_output@2026.9.6")))
     for call, code in ((ok, 0), (failed, 2)):
         assert call.tool_result is not None
         text = call.tool_result.content
@@ -164,7 +164,7 @@ def test_rule7_large_output_truncation_wording_kept_and_exit_line_lost() -> None
 
 
 def test_mcp_tools_go_through_tool_search_and_the_transcript_redacts_key_arguments() -> None:
-    trace = run(load_golden(HARNESS, "mcp_native"))
+    trace = run(load_golden(HARNESS, "mcp_native@2026.9.6"))
     calls = tools(trace)
     # OpenClaw calls the deferred MCP tool through its Tool Search dispatcher ``tool_call``; the
     # tool event is the call of the tool it reaches, with the inner arguments
@@ -184,7 +184,7 @@ def test_mcp_tools_go_through_tool_search_and_the_transcript_redacts_key_argumen
 
 def test_a_dispatcher_call_with_json_string_arguments_is_unwrapped_the_same(tmp_path: Path) -> None:
     """The model may send the dispatcher's arguments as a JSON string: same tool event."""
-    g = load_golden(HARNESS, "mcp_native").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "mcp_native@2026.9.6").copy_to(tmp_path / "case")
     data = rows(g)
     for r in data:
         for b in r["event"].get("message", {}).get("content") or []:
@@ -223,7 +223,7 @@ def test_unwrap_dispatch(name: str, arguments: object, reached: tuple[str, objec
 
 
 def test_multi_turn_resume_keeps_the_session_and_new_session_starts_one() -> None:
-    g = load_golden(HARNESS, "multi_turn_resume")
+    g = load_golden(HARNESS, "multi_turn_resume@2026.9.6")
     trace = run(g)
     calls = tools(trace)
     assert [c.conversation_turn for c in calls] == [1, 2, 3]
@@ -248,7 +248,7 @@ def test_multi_turn_resume_keeps_the_session_and_new_session_starts_one() -> Non
 
 
 def test_api_error_retries_are_visible_only_in_the_runtime_trajectory() -> None:
-    trace = run(load_golden(HARNESS, "api_error"))
+    trace = run(load_golden(HARNESS, "api_error@2026.9.6"))
     diags = [e for e in trace.events if isinstance(e, NativeDiagnosticEvent)]
     assert [d.diagnostic_type for d in diags] == ["trajectory/model.completed/error"] * 5
     assert all("injected by the TraceTrial probe" in d.detail[0]["errorMessage"] for d in diags)
@@ -261,10 +261,10 @@ def test_api_error_retries_are_visible_only_in_the_runtime_trajectory() -> None:
     assert trace.structured_trace_status == "complete" and trace.trace_complete
 
 
-@pytest.mark.skipif(not (Path(__file__).parent / "golden/openclaw/api_error_persistent").is_dir(),
+@pytest.mark.skipif(not (Path(__file__).parent / "golden/openclaw/api_error_persistent@2026.9.6").is_dir(),
                     reason="capture not present")
 def test_api_error_that_never_recovers_fails_the_turn() -> None:
-    g = load_golden(HARNESS, "api_error_persistent")
+    g = load_golden(HARNESS, "api_error_persistent@2026.9.6")
     trace = run(g)
     assert g.meta["turns"][0]["exit_code"] == 1
     (result,) = [e for e in trace.events if e.source == SRC_STDOUT and isinstance(e, NativeEvent)]
@@ -275,14 +275,14 @@ def test_api_error_that_never_recovers_fails_the_turn() -> None:
 
 
 def test_rule2_call_without_result_stays_null(tmp_path: Path) -> None:
-    g = load_golden(HARNESS, "tool_roundtrip").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "tool_roundtrip@2026.9.6").copy_to(tmp_path / "case")
     write_rows(g, [r for r in rows(g) if _obj_role(r) != "toolResult"])
     (call,) = tools(run(g))
     assert call.tool_result is None and call.model_dump(mode="json")["tool_result"] is None
 
 
 def test_rule2_result_with_unknown_id_is_not_paired(tmp_path: Path) -> None:
-    g = load_golden(HARNESS, "tool_roundtrip").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "tool_roundtrip@2026.9.6").copy_to(tmp_path / "case")
     data = rows(g)
     for r in data:
         if _obj_role(r) == "toolResult":
@@ -299,7 +299,7 @@ def test_rule2_result_with_unknown_id_is_not_paired(tmp_path: Path) -> None:
 def test_rule3_ids_repeated_across_turns_are_turn_scoped(tmp_path: Path) -> None:
     """The probe never reuses ids; the real multi-turn records are edited so turn 3's call
     (and its result) reuse turn 1's id."""
-    g = load_golden(HARNESS, "multi_turn_resume").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "multi_turn_resume@2026.9.6").copy_to(tmp_path / "case")
     data = rows(g)
     ids = [b["id"] for r in data if _obj_role(r) == "assistant"
            for b in r["event"]["message"]["content"] if b.get("type") == "toolCall"]
@@ -318,7 +318,7 @@ def test_rule3_ids_repeated_across_turns_are_turn_scoped(tmp_path: Path) -> None
 def test_rule6_malformed_records_stay_visible_and_degrade_to_partial(
     tmp_path: Path, snapshot_json: SnapshotAssertion
 ) -> None:
-    g = load_golden(HARNESS, "nonzero_exit").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "nonzero_exit@2026.9.6").copy_to(tmp_path / "case")
     data: list = rows(g)
     data.insert(5, '{"session_id": "x", "seq": 99, "event": {"type": "mess')
     data.insert(6, "[1, 2, 3]")
@@ -335,7 +335,7 @@ def test_rule6_malformed_records_stay_visible_and_degrade_to_partial(
 
 
 def test_rule6_unparseable_stdout_is_raw_and_the_turn_incomplete(tmp_path: Path) -> None:
-    g = load_golden(HARNESS, "tool_roundtrip").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "tool_roundtrip@2026.9.6").copy_to(tmp_path / "case")
     stdout = g.native / "turn-1.stdout"
     stdout.write_text(stdout.read_text()[:120], encoding="utf-8")  # killed mid-write
     trace = run(g)
@@ -348,7 +348,7 @@ def test_rule6_unparseable_stdout_is_raw_and_the_turn_incomplete(tmp_path: Path)
 
 
 def test_rule6_unknown_records_stay_visible(tmp_path: Path) -> None:
-    g = load_golden(HARNESS, "tool_roundtrip").copy_to(tmp_path / "case")
+    g = load_golden(HARNESS, "tool_roundtrip@2026.9.6").copy_to(tmp_path / "case")
     data = rows(g)
     extra = dict(data[-1], seq=500, event={"type": "hologram", "id": "h1", "x": 1})
     write_rows(g, [*data, extra])
@@ -357,7 +357,7 @@ def test_rule6_unknown_records_stay_visible(tmp_path: Path) -> None:
 
 
 def test_without_the_session_store_status_is_partial_and_nothing_is_invented() -> None:
-    trace = run(load_golden(HARNESS, "nonzero_exit"), store=False)
+    trace = run(load_golden(HARNESS, "nonzero_exit@2026.9.6"), store=False)
     assert not tools(trace) and not [e for e in trace.events if isinstance(e, AssistantMessageEvent)]
     assert trace.structured_trace_status == "partial" and trace.trace_complete
     assert any("no transcript rows" in n for n in trace.notes)
@@ -381,7 +381,7 @@ def test_a_turn_the_runner_killed_normalizes_and_its_repair_is_visible() -> None
     then resumed: the killed turn's rows stay in the trace (this raised KeyError on a transcript
     row no turn claims before), and the resumed turn's model input shows OpenClaw's own repair of
     the call left without a result."""
-    g = load_golden(HARNESS, "interrupted_turn")
+    g = load_golden(HARNESS, "interrupted_turn@2026.9.6")
     assert [(t["exit_code"], t["interrupted"]) for t in g.meta["turns"]] == [(None, True), (0, False)]
     modes = [json.loads((g.native / f"turn-{i}.invocation.json").read_text())["mode"] for i in (1, 2)]
     assert modes == ["exec", "resume"]

@@ -1,6 +1,7 @@
-"""OpenClaw 2026.6.9 (the paper's version) over its own golden captures
-(``golden/openclaw/<case>@2026.6.9``: the same probe flows as the pinned 2026.9.6 goldens,
-captured through the real adapter with ``python -m tests.harnesses.capture openclaw@2026.6.9/<case>``;
+"""OpenClaw 2026.6.9 (the paper's version, the pin) over its own golden captures
+(``golden/openclaw/<case>``: the same probe flows as the goldens of the newer named version
+2026.9.6, ``golden/openclaw/<case>@2026.9.6``, captured through the real adapter with
+``python -m tests.harnesses.capture openclaw/<case>``;
 on a loaded machine give the cases a longer deadline, as these were: ``deadline_s=300``).
 
 2026.6.9 has no ``agent exec``: every turn is ``agent --local --session-id <id>`` with the prompt
@@ -36,13 +37,16 @@ from tracetrial.trace import (
 
 HARNESS = "openclaw"
 VERSION = "2026.6.9"
-PAPER = [c for c in golden_cases(HARNESS) if c.endswith(f"@{VERSION}")]
-#: Flows captured on the pinned version only: a turn killed by a task's interrupt (newer than the
-#: paper-version captures; that version's interrupt behaviour is measured by the L7 packs' cells).
-PINNED_ONLY = {"interrupted_turn"}
-PINNED = [c for c in golden_cases(HARNESS) if "@" not in c and c not in PINNED_ONLY]
+#: The newer named version whose captures the pin's are compared with.
+NEWER = "2026.9.6"
+PAPER = [c for c in golden_cases(HARNESS) if "@" not in c]
+#: Flows captured on the newer version only: a turn killed by a task's interrupt (newer than the
+#: paper-version captures; the pin's interrupt behaviour is measured by the L7 packs' cells).
+NEWER_ONLY = {"interrupted_turn"}
+PINNED = [c.partition("@")[0] for c in golden_cases(HARNESS)
+          if c.endswith(f"@{NEWER}") and c.partition("@")[0] not in NEWER_ONLY]
 #: Cases whose run fails (HTTP 500 from the probe): 2026.6.9 gives up after three requests.
-FAILED = {f"api_error@{VERSION}", f"api_error_persistent@{VERSION}"}
+FAILED = {"api_error", "api_error_persistent"}
 
 
 def session_files(g: Golden) -> list[Path]:
@@ -55,10 +59,10 @@ def invocations(g: Golden) -> list[dict[str, Any]]:
 
 def test_the_captures_are_of_that_version_and_cover_the_pinned_flows() -> None:
     assert PAPER, f"no golden capture of openclaw@{VERSION}"
-    assert sorted(c.partition("@")[0] for c in PAPER) == sorted(PINNED)
+    assert sorted(PAPER) == sorted(PINNED)
     for case in PAPER:
         g = load_golden(HARNESS, case)
-        assert (g.meta["version"], g.meta["named_version"]) == (VERSION, f"openclaw@{VERSION}")
+        assert g.meta["version"] == VERSION  # captured as the named version openclaw@2026.6.9, before it became the pin
         # session files only: 2026.6.9 keeps no SQLite session store
         assert session_files(g) and not list((g.native / HARNESS).glob("*/*_events.jsonl"))
 
@@ -88,7 +92,7 @@ def test_every_turn_is_an_embedded_turn_with_the_prompt_as_one_argument(case: st
 
 
 def test_a_resumed_turn_continues_the_named_session_and_each_turn_has_its_own_run() -> None:
-    g = load_golden(HARNESS, f"multi_turn_resume@{VERSION}")
+    g = load_golden(HARNESS, "multi_turn_resume")
     trace = run(g)
     sessions = [t["session_id"] for t in g.meta["turns"]]
     assert sessions[0] == sessions[1] != sessions[2]
@@ -120,8 +124,8 @@ def test_a_resumed_turn_continues_the_named_session_and_each_turn_has_its_own_ru
 def test_shell_results_are_the_pinned_versions_text_and_exit_code(case: str) -> None:
     """Same flows, same tool results; 2026.6.9 also flags a nonzero exit as ``isError`` (2026.9.6
     does not: its result says the code only in the exec details)."""
-    pinned = tools(run(load_golden(HARNESS, case)))
-    paper = tools(run(load_golden(HARNESS, f"{case}@{VERSION}")))
+    pinned = tools(run(load_golden(HARNESS, f"{case}@{NEWER}")))
+    paper = tools(run(load_golden(HARNESS, case)))
     assert [(c.tool_call.name, c.tool_call.arguments) for c in paper] == [
         (c.tool_call.name, c.tool_call.arguments) for c in pinned]
     for old, new in zip(pinned, paper, strict=True):
@@ -134,7 +138,7 @@ def test_mcp_tools_are_declared_directly_with_plain_results_and_arguments_kept()
     """2026.6.9 has no Tool Search in front of MCP tools: the model calls ``lookup__lookup``
     itself, the arguments are recorded as sent (2026.9.6 masks a ``key`` argument) and the
     result is the server's text without the untrusted-content framing."""
-    calls = tools(run(load_golden(HARNESS, f"mcp_native@{VERSION}")))
+    calls = tools(run(load_golden(HARNESS, "mcp_native")))
     assert [c.tool_call.name for c in calls] == ["lookup__lookup", "lookup__lookup", "exec"]
     alpha, boom, shell = calls
     assert (alpha.tool_call.arguments, boom.tool_call.arguments) == ({"key": "alpha"}, {"key": "boom"})
@@ -176,7 +180,7 @@ def _drop_trace_metadata(g: Golden) -> None:
 
 
 def test_without_the_prompt_reports_runs_of_one_session_are_never_given_to_turns_by_order(tmp_path: Path) -> None:
-    g = load_golden(HARNESS, f"multi_turn_resume@{VERSION}").copy_to(tmp_path / "g")
+    g = load_golden(HARNESS, "multi_turn_resume").copy_to(tmp_path / "g")
     _drop_trace_metadata(g)
     trace = normalize(g)
     assert_accounted(g, trace)
@@ -189,7 +193,7 @@ def test_without_the_prompt_reports_runs_of_one_session_are_never_given_to_turns
 
 
 def test_a_transcript_line_without_a_time_stays_in_its_place(tmp_path: Path) -> None:
-    g = load_golden(HARNESS, f"tool_roundtrip@{VERSION}").copy_to(tmp_path / "g")
+    g = load_golden(HARNESS, "tool_roundtrip").copy_to(tmp_path / "g")
     (transcript,) = [p for p in session_files(g) if not p.name.endswith(".trajectory.jsonl")]
     lines = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
     lines[4].pop("timestamp")  # the user message

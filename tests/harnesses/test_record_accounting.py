@@ -154,11 +154,11 @@ def test_no_record_vanishes_and_no_turn_takes_another_turns_records(
 
 
 #: Goldens whose trace is partial because of what the harness wrote, not a record left unaccounted:
-#: OpenClaw 2026.6.9 prints no result for a failed run (exit 1, the error on stderr), so the run
-#: joins its turn by the session id only (tests/harnesses/test_openclaw_paper_version.py).
-#: A turn the runner killed (a task's interrupt) printed no result either: its trace is partial.
-PARTIAL_BY_THE_HARNESS = {("openclaw", "api_error@2026.6.9"), ("openclaw", "api_error_persistent@2026.6.9"),
-                          ("openclaw", "interrupted_turn")}
+#: OpenClaw 2026.6.9 (the pin) prints no result for a failed run (exit 1, the error on stderr), so
+#: the run joins its turn by the session id only (tests/harnesses/test_openclaw_paper_version.py).
+#: A turn the runner killed (a task's interrupt, captured on 2026.9.6) printed no result either.
+KILLED = ("openclaw", "interrupted_turn@2026.9.6")
+PARTIAL_BY_THE_HARNESS = {("openclaw", "api_error"), ("openclaw", "api_error_persistent"), KILLED}
 
 
 @pytest.mark.parametrize(("harness", "case"), CASES)
@@ -170,11 +170,12 @@ def test_every_golden_record_is_accounted_and_the_goldens_stay_complete(harness:
     assert acc is not None and not acc.problems()
     expected = "partial" if (harness, case) in PARTIAL_BY_THE_HARNESS else "complete"
     assert trace.structured_trace_status == expected
-    assert trace.trace_complete == ((harness, case) != ("openclaw", "interrupted_turn"))
+    assert trace.trace_complete == ((harness, case) != KILLED)
 
 
 @pytest.mark.parametrize(("harness", "case"), [("claude_code", "tool_roundtrip"), ("codex", "tool_roundtrip"),
-                                               ("deepseek", "tool_roundtrip"), ("openclaw", "tool_roundtrip")])
+                                               ("deepseek", "tool_roundtrip"), ("openclaw", "tool_roundtrip"),
+                                               ("openclaw", "tool_roundtrip@2026.9.6")])
 def test_an_injected_unknown_record_type_is_partial_with_a_diagnostic_naming_it(
     harness: str, case: str, tmp_path: Path
 ) -> None:
@@ -186,7 +187,7 @@ def test_an_injected_unknown_record_type_is_partial_with_a_diagnostic_naming_it(
     if harness == "deepseek":
         probe = {"jsonrpc": "2.0", "method": "session.event",
                  "params": {"sessionId": "s", "event": {"type": "tt/future", "seq": 999, "data": {}}}}
-    if harness == "openclaw":
+    if harness == "openclaw" and name.endswith("_events.jsonl"):  # 2026.9.x: a SQLite row dump
         probe = {"session_id": "s", "seq": 999, "event": {"type": "tt_future_record"}}
     lines.insert(1, json.dumps(probe))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -230,7 +231,7 @@ def test_codex_records_before_the_first_turn_marker_are_not_discarded(tmp_path: 
 
 
 def test_openclaw_a_run_without_stdout_joins_only_by_its_session_id(tmp_path: Path) -> None:
-    g = load_golden("openclaw", "multi_turn_resume").copy_to(tmp_path / "g")
+    g = load_golden("openclaw", "multi_turn_resume@2026.9.6").copy_to(tmp_path / "g")
     before = normalize(g)
     assert {e.conversation_turn for e in before.events if e.source == "native:openclaw/trajectory"} == {1, 2, 3}
     (g.native / "turn-2.stdout").write_text("", encoding="utf-8")
@@ -242,7 +243,7 @@ def test_openclaw_a_run_without_stdout_joins_only_by_its_session_id(tmp_path: Pa
 
 
 def test_openclaw_runs_without_stdout_are_not_given_to_turns_by_order(tmp_path: Path) -> None:
-    g = load_golden("openclaw", "multi_turn_resume").copy_to(tmp_path / "g")
+    g = load_golden("openclaw", "multi_turn_resume@2026.9.6").copy_to(tmp_path / "g")
     for n in (1, 2):  # two turns of one session lose their stdout: no native id tells their runs apart
         (g.native / f"turn-{n}.stdout").write_text("", encoding="utf-8")
     trace = normalize(g)
@@ -294,7 +295,7 @@ def test_claude_code_api_error_text_is_never_a_model_message_even_without_its_fl
 
 
 def test_openclaw_error_text_of_a_failed_call_is_a_diagnostic_not_a_model_message(tmp_path: Path) -> None:
-    g = load_golden("openclaw", "api_error_persistent").copy_to(tmp_path / "g")
+    g = load_golden("openclaw", "api_error_persistent@2026.9.6").copy_to(tmp_path / "g")
     (dump,) = (g.native / "openclaw").glob("*/transcript_events.jsonl")
     lines = dump.read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[5])
