@@ -459,8 +459,9 @@ def pip_version_files(root: Path) -> dict[str, Path | None]:
     """What the DeepSeek runtime package installed with ``--target`` at ``root`` says of
     itself, asked in a separate interpreter without site-packages (so the running one's
     pinned DeepSeek packages can never answer): ``runtime`` (the executable) and ``config``
-    (the bundled default ``cordis.yml`` the adapter's JSON-RPC protocol needs; 0.2.x no
-    longer ships one). A value is None when the package does not provide it inside ``root``."""
+    (the bundled default ``cordis.yml`` rc6's launch needs; 0.2.x no longer ships one and is
+    launched through its ``sdk`` profile instead, :mod:`harnesses.deepseek.profile`). A value is
+    None when the package does not provide it inside ``root``."""
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import deepseek_harness_runtime as r\n"
             "out = {}\n"
             "for key, fn in (('runtime', 'bundled_runtime_path'), ('config', 'bundled_default_config_path')):\n"
@@ -526,8 +527,8 @@ def _install_pip_version(harness: str, version: str, tools: Path) -> int:
     if files["runtime"] is None:
         return _refuse(f"{harness}@{version} has no runtime executable for this platform", staging)
     if files["config"] is None:
-        print(f"warning: {harness}@{version} ships no bundled default cordis.yml: the DeepSeek adapter's "
-              "JSON-RPC protocol cannot drive it (its cells will be skipped with that reason)", file=sys.stderr)
+        print(f"note: {harness}@{version} ships no bundled default cordis.yml: the DeepSeek adapter runs it "
+              "through its sdk profile (--profile sdk) if the runtime serves one", file=sys.stderr)
     return _commit(harness, version, staging, target, started)
 
 

@@ -48,6 +48,13 @@ The provider is the benchmark acting as the embedding client's UI (as Claude Cod
 permission-prompt tool is for ``claude -p``), not harness behaviour: whether the tool is
 declared, what the model may send, and how the answer reaches the model (the runtime renders
 the tool's output ``{"answers": [...]}`` as the tool result) are the runtime's own.
+
+Named versions whose runtime ships no bundled ``cordis.yml`` (0.2.x, ``deepseek@0.2.1rc2``) run
+the ``sdk`` profile instead (:mod:`harnesses.deepseek.profile`): chosen once per install and
+process by asking the installed runtime (:meth:`DeepSeekAdapter.surface`), never by the version
+string. The JSON-RPC exchange above is the same; the launch, environment, wire format
+(Anthropic Messages), capabilities (MCP through the runtime's own ``mcp-client``) and session
+location differ. The pinned rc6 path never probes and is unchanged.
 """
 
 from __future__ import annotations
@@ -57,10 +64,11 @@ import shutil
 import subprocess
 import time
 import uuid
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from apparatus.sandbox.policy import collect_records, copy_record, is_record, is_record_folder
 from harnesses.base import (
@@ -82,6 +90,7 @@ from harnesses.deepseek.ask_user import (
     simulated_user,
     write_ask_config,
 )
+from harnesses.deepseek import profile as sdk_profile
 from harnesses.deepseek.normalize import normalize
 from harnesses.deepseek.rpc import Handler, Runtime
 from harnesses.install import (
@@ -136,19 +145,60 @@ def _turn_status(messages: list[dict[str, Any]], session: str, receipt_index: in
     return kind
 
 
+@dataclass(frozen=True)
+class RuntimeSurface:
+    """How an installed runtime is launched: ``cordis`` (rc6: ``DSH_CORDIS_CONFIG`` = the bundled
+    ``config``) or ``profile`` (0.2.x: ``--profile sdk`` under ``DSH_HOME``); ``None`` runtime:
+    the install offers neither (``why``)."""
+
+    kind: Literal["cordis", "profile"] | None
+    runtime: Path | None = None
+    config: Path | None = None
+    why: str | None = None
+
+
+#: The pinned rc6 capabilities (the paper's setup: bundled cordis.yml, see the module docstring).
+PINNED_CAPABILITIES = HarnessCapabilities(
+    mcp=False, multi_turn=True, new_session=True, subagents=False, native_permissions=False,
+    ask_user=True,  # the bundled ask_user_question tool + the client's user-questions provider
+    model_call_budget=False,  # neither cordis.yml nor the runtime exposes one
+    history_replay=False,  # no session fork in the runtime's protocol
+    turn_interrupt=False,  # one JSON-RPC runtime serves every turn: no per-turn process to kill
+)
+#: The ``sdk`` profile of 0.2.x (:mod:`harnesses.deepseek.profile`), as verified on 0.2.1rc2.
+PROFILE_CAPABILITIES = PINNED_CAPABILITIES.model_copy(update={
+    "mcp": True,  # the bundled mcp-client plugin, inserted per server by the --patch overlay
+    # subagent/subagent_fork are declared by the profile; the probe cannot drive them yet
+    "apparatus_gaps": {"subagents": sdk_profile.SUBAGENT_GAP},
+})
+
+T = TypeVar("T")
+
+
+class PerSurface(Generic[T]):
+    """A class attribute whose value depends on the runtime surface of the instance's install:
+    the pinned value on the class and on the plain adapter (so the pin never probes), the
+    ``profile`` value on a named version whose install runs the ``sdk`` profile."""
+
+    def __init__(self, pinned: T, profile: T):
+        self.pinned, self.profile = pinned, profile
+
+    def __get__(self, obj: object, owner: type | None = None) -> T:
+        if isinstance(obj, DeepSeekAdapter) and obj.release and obj.surface().kind == "profile":
+            return self.profile
+        return self.pinned
+
+
 class DeepSeekAdapter(HarnessAdapter):
-    """The real DeepSeek Harness runtime (PyPI, pinned pre-release)."""
+    """The real DeepSeek Harness runtime (PyPI, pinned pre-release; named 0.2.x versions)."""
 
     name: ClassVar[str] = "deepseek"
-    wire_format: ClassVar[WireFormat] = "chat"
-    capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
-        mcp=False, multi_turn=True, new_session=True, subagents=False, native_permissions=False,
-        ask_user=True,  # the bundled ask_user_question tool + the client's user-questions provider
-        model_call_budget=False,  # neither cordis.yml nor the runtime exposes one
-        history_replay=False,  # no session fork in the runtime's protocol
-        turn_interrupt=False,  # one JSON-RPC runtime serves every turn: no per-turn process to kill
-    )
+    # rc6 posts Chat Completions; the 0.2.x provider route speaks Anthropic Messages.
+    wire_format = PerSurface[WireFormat]("chat", "anthropic")
+    capabilities = PerSurface(PINNED_CAPABILITIES, PROFILE_CAPABILITIES)
     install_hint: ClassVar[str] = install_hint("deepseek")
+    #: release -> the probed surface of that install (once per install and process)
+    _surfaces: ClassVar[dict[str, RuntimeSurface]] = {}
 
     def __init__(self, variant: str | None = None):
         super().__init__(variant)
@@ -167,6 +217,34 @@ class DeepSeekAdapter(HarnessAdapter):
         root = self.tools_root()
         return runtime_paths() if root is None else pip_version_runtime(root)
 
+    def surface(self) -> RuntimeSurface:
+        """How this install's runtime is launched. The pin: always ``cordis`` (never probed). A
+        named version: its bundled ``cordis.yml`` if it ships one, else the ``sdk`` profile if
+        the runtime says it serves one (:func:`~harnesses.deepseek.profile.probe_sdk_profile`),
+        read once per install and process; an install that cannot be read (absent) is reported
+        as neither, so its capabilities stay the pin's."""
+        if not self.release:
+            return RuntimeSurface("cordis")
+        known = self._surfaces.get(self.release)
+        if known is not None:
+            return known
+        root = self.tools_root()
+        assert root is not None
+        files = pip_version_files(root) if root.is_dir() else {"runtime": None, "config": None}
+        runtime, config = files["runtime"], files["config"]
+        if runtime is None:
+            found = RuntimeSurface(None, why="no runtime executable for this platform")
+        elif config is not None:
+            found = RuntimeSurface("cordis", runtime, config)
+        elif sdk_profile.probe_sdk_profile(runtime):
+            found = RuntimeSurface("profile", runtime)
+        else:
+            found = RuntimeSurface(None, runtime, why=(
+                "its runtime package ships no bundled default cordis.yml and the runtime does not serve the "
+                f"'{sdk_profile.PROFILE}' profile (`--profile {sdk_profile.PROFILE} --help`)"))
+        self._surfaces[self.release] = found
+        return found
+
     def unavailable_reason(self) -> str | None:
         if self.release:
             problem = version_problem(self.name, self.release)
@@ -178,14 +256,12 @@ class DeepSeekAdapter(HarnessAdapter):
             if got != self.release:
                 return (f"{RUNTIME_DIST} in {root} is {got!r}, not {self.release}; "
                         f"{install_version_hint(self.name, self.release)}")
-            files = pip_version_files(root)
-            if files["runtime"] is None:
+            found = self.surface()
+            if found.runtime is None:
                 return (f"the {RUNTIME_DIST} package in {root} has no runtime executable for this platform; "
                         f"{install_version_hint(self.name, self.release)}")
-            if files["config"] is None:
-                return (f"{self.full_name}: its runtime package ships no bundled default cordis.yml "
-                        "(bundled_default_config_path); this version's runtime is not the JSON-RPC agent this "
-                        "adapter drives (initialize / session/prompt with DSH_CORDIS_CONFIG), so it cannot run")
+            if found.kind is None:
+                return f"{self.full_name}: {found.why}; this adapter cannot drive it"
             return None
         for dist, want in PINNED.items():
             try:
@@ -239,27 +315,72 @@ class DeepSeekAdapter(HarnessAdapter):
         answer = simulated_user(ctx.task, ctx.paths.private)
         return cordis, {ASK_METHOD: lambda request: answer_questions(request.get("params"), answer, str(request["id"]))}
 
-    def _start(self, ctx: RunContext, turn: TurnContext, files: TurnFiles, deadline: float) -> tuple[Runtime | None, str | None]:
-        paths = self.runtime()
-        if paths is None:
-            hint = install_version_hint(self.name, self.release) if self.release else self.install_hint
-            return None, f"DeepSeek Harness runtime not found; {hint}"
-        binary, bundled = paths
-        cordis, handlers = self.config(ctx, bundled)
-        self.session_root(ctx).mkdir(parents=True, exist_ok=True)
-        env = self.environment(ctx, cordis)
+    # ------------------------------------------------------------------ 0.2.x sdk profile
+    @staticmethod
+    def dsh_home(ctx: RunContext) -> Path:
+        """``DSH_HOME`` of a 0.2.x run: its profile and sessions (``sessions/<cwd slug>/<id>/``)."""
+        return ctx.home / "dsh-home"
+
+    def profile_environment(self, ctx: RunContext) -> dict[str, str]:
+        """The whole process environment of a 0.2.x runtime (nothing inherited beyond PATH/locale)."""
+        extra = {
+            "DSH_HOME": str(self.dsh_home(ctx)),
+            "DEEPSEEK_BASE_URL": ctx.gateway_base_url,
+            "DEEPSEEK_API_KEY": ctx.gateway_key,
+            "DSH_TELEMETRY_MODE": "DISABLED",  # no OTLP collector: none is reachable or wanted
+        }
+        if ctx.permission_mode == "bypass":
+            # the runtime's own no-sandbox, never-ask preset (as rc6's unconfined bash); a native
+            # task keeps the harness default (workspace-write, approval ask, fails closed unanswered)
+            extra["DSH_PERMISSION_MODE"] = sdk_profile.BYPASS_PERMISSION_MODE
+        return clean_env({**extra, **ctx.extra_env}, home=ctx.home)
+
+    def _profile_launch(self, ctx: RunContext, turn: TurnContext,
+                        runtime: Path) -> tuple[list[str], dict[str, str], dict[str, Handler]]:
+        """argv, environment and client handlers of a 0.2.x runtime (its overlay archived)."""
+        ask = asks_user(ctx)
+        overlay = sdk_profile.write_overlay(ctx.home / "tt-dsh", ctx.mcp_servers, ask)
+        handlers: dict[str, Handler] = {}
+        if ask:
+            answer = simulated_user(ctx.task, ctx.paths.private)
+            handlers[ASK_METHOD] = lambda request: answer_questions(request.get("params"), answer, str(request["id"]))
         native = ctx.paths.native
-        shutil.copy2(cordis, native / f"turn-{turn.index}.cordis.yml")
-        if handlers:
-            shutil.copy2(cordis.parent / PROVIDER_FILE.name, native / f"turn-{turn.index}.{PROVIDER_FILE.name}")
-        write_invocation(native / f"turn-{turn.index}.invocation.json", [str(binary)], env, ctx)
+        if overlay is not None:
+            shutil.copy2(overlay, native / f"turn-{turn.index}.{overlay.name}")
+            if ask:
+                answerer = sdk_profile.ANSWERER_FILE.name
+                shutil.copy2(overlay.parent / answerer, native / f"turn-{turn.index}.{answerer}")
+        self.dsh_home(ctx).mkdir(parents=True, exist_ok=True)
+        return (sdk_profile.launch_argv(runtime, [overlay] if overlay is not None else []),
+                self.profile_environment(ctx), handlers)
+
+    def _start(self, ctx: RunContext, turn: TurnContext, files: TurnFiles, deadline: float) -> tuple[Runtime | None, str | None]:
+        found = self.surface()
+        if found.kind == "profile":
+            assert found.runtime is not None
+            command, env, handlers = self._profile_launch(ctx, turn, found.runtime)
+        else:
+            paths = self.runtime()
+            if paths is None:
+                hint = install_version_hint(self.name, self.release) if self.release else self.install_hint
+                return None, f"DeepSeek Harness runtime not found; {hint}"
+            binary, bundled = paths
+            cordis, handlers = self.config(ctx, bundled)
+            self.session_root(ctx).mkdir(parents=True, exist_ok=True)
+            env = self.environment(ctx, cordis)
+            native = ctx.paths.native
+            shutil.copy2(cordis, native / f"turn-{turn.index}.cordis.yml")
+            if handlers:
+                shutil.copy2(cordis.parent / PROVIDER_FILE.name, native / f"turn-{turn.index}.{PROVIDER_FILE.name}")
+            command = [str(binary)]
+        write_invocation(ctx.paths.native / f"turn-{turn.index}.invocation.json", command, env, ctx)
         assert files.requests is not None and files.stderr is not None
         from apparatus.sandbox import current
 
         # The cell's sandbox confines the runtime like any harness process; its stdin carries
         # the JSON-RPC requests, so the sandbox must pass stdin through.
         conf = current()
-        argv = conf.wrap([str(binary)], cwd=ctx.workspace, env=env, stdin=True) if conf else [str(binary)]
+        argv = conf.wrap(command, cwd=ctx.workspace, env=env, stdin=True) if conf else command
         try:
             runtime = Runtime(argv, env=env, cwd=ctx.workspace, stdout=files.stdout,
                               stderr=files.stderr, requests=files.requests,
@@ -356,11 +477,15 @@ class DeepSeekAdapter(HarnessAdapter):
         if runtime is not None:
             runtime.shutdown()
         copied: list[Path] = []
-        root = self.session_root(ctx)
+        if self.surface().kind == "profile":
+            # 0.2.x: $DSH_HOME/sessions/<cwd slug>/<session>/session.v<format>.jsonl.zstd
+            root, pattern = self.dsh_home(ctx) / "sessions", "*/*/session*.jsonl.zstd"
+        else:
+            root, pattern = self.session_root(ctx), "*/*/session.jsonl.zstd"
         if not root.is_dir():
             return copied
         # the session root and TMPDIR are agent-writable: records only, no symlink followed
-        for log in sorted(root.glob("*/*/session.jsonl.zstd")):
+        for log in sorted(root.glob(pattern)):
             if not is_record(log, ctx.home) or not is_record_folder(log.parent, ctx.home):
                 continue
             dest = ctx.paths.native / "sessions" / log.parent.name
@@ -368,8 +493,9 @@ class DeepSeekAdapter(HarnessAdapter):
             copied += collect_records(log.parent, dest)
             text = zstd_decompress(log)
             if text is not None:
-                (dest / "session.jsonl").write_bytes(text)
-                copied.append(dest / "session.jsonl")
+                plain = dest / log.name.removesuffix(".zstd")
+                plain.write_bytes(text)
+                copied.append(plain)
         # Full outputs of truncated bash results ("[output truncated; full output: <path>]"),
         # written by the runtime's subprocess plugin under TMPDIR.
         for spill in sorted((ctx.home / "tmp").glob("dsh-subprocess-*/*")):

@@ -114,6 +114,9 @@ def cases(harness: str) -> dict[str, Case]:
             ],
         ),
     }
+    if harness in ("openclaw", "deepseek"):
+        # every request answered HTTP 500, more often than the harness retries
+        out["api_error_persistent"] = Case([("Say hello.", None)], **probe)
     if harness == "claude_code":
         out["subagent"] = Case([("Delegate: have a helper run echo hi.", None)], **probe)
         out["compaction"] = Case(
@@ -308,11 +311,15 @@ def scrub_machine_paths(folder: Path) -> None:
     import os
     import sys
 
+    from apparatus.tools import tools_dir
+
     repo = str(Path(__file__).resolve().parents[2])
+    # the tools folder first: ``$TT_TOOLS_DIR`` may lie outside the repo (a worktree capturing
+    # with another checkout's installs); in the fixtures it is the repo's default ``.tt-tools``
     swaps = [(os.environ.get("PATH", ""), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
-             (sys.executable, "/usr/bin/python3"), (repo, "/repo")]
+             (str(tools_dir()), "/repo/.tt-tools"), (sys.executable, "/usr/bin/python3"), (repo, "/repo")]
     for path in folder.rglob("*"):
-        if not path.is_file() or path.suffix not in (".json", ".toml", ".jsonl", ".stdout", ".stderr"):
+        if not path.is_file() or path.suffix not in (".json", ".toml", ".jsonl", ".stdout", ".stderr", ".yml"):
             continue
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
         new = text
