@@ -74,6 +74,9 @@ class Case:
     deadline_s: float = 60.0
     #: probe policy module in ``probe_policies/`` (default: the case name)
     policy: str | None = None
+    #: a task pack under ``tasks/`` whose prompt, workspace, probe policy and ``PROBE_OPTIONS``
+    #: drive the case (its ``budgets`` reach the adapter as in a cell), instead of the example pack
+    pack: str | None = None
 
 
 def _sh(harness: str, call_id: str, command: str) -> Reply:
@@ -123,6 +126,10 @@ def cases(harness: str) -> dict[str, Case]:
             [("Write one to a.txt.", None), ("/compact", RESUME), ("What is in a.txt?", RESUME)], **probe
         )
         out["subagent_background"] = Case([("Delegate in the background: have a helper run echo hi.", None)], **probe)
+    if harness in ("codex", "openclaw"):
+        # Automatic compaction under context pressure, as the C2 cells trigger it: the pack tells the
+        # harness a 100,000-token window and the probe reports a 92,000-token prompt from request 3.
+        out["compaction"] = Case([], pack="C2-retention-config-001", deadline_s=240, **probe)
     if harness == "codex":
         # multi_agent_v1: spawn_agent returns the child's id at once; the parent waits with wait_agent.
         out["subagent"] = Case([("Delegate: have a helper run echo hi.", None)], policy="codex_subagent", **probe)
@@ -135,7 +142,11 @@ def cases(harness: str) -> dict[str, Case]:
     return out
 
 
-def make_workspace(dest: Path) -> Path:
+def make_workspace(dest: Path, pack: TaskPack | None = None) -> Path:
+    """The example workspace, or a copy of ``pack``'s own workspace."""
+    if pack is not None:
+        shutil.copytree(pack.workspace, dest, symlinks=True)
+        return dest
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
     shutil.copy2(EXAMPLE_PACK / "workspace" / "build.py", dest / "build.py")
@@ -206,7 +217,11 @@ def run_case(
     home = root / "home"
     home.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        if case.via == "probe":
+        if case.via == "probe" and case.pack is not None:
+            assert chain is not None
+            chain.probe.register_run(run_id, task)  # the pack's own policy, options and turns
+            url, key = chain.route(run_id, adapter.wire_format)
+        elif case.via == "probe":
             assert chain is not None and policy is not None
             chain.probe.register_run(run_id, policy, options={"turns": [t for t, _ in case.turns]})
             url, key = chain.route(run_id, adapter.wire_format)
@@ -217,7 +232,7 @@ def run_case(
             run_id=run_id,
             task=task,
             paths=paths,
-            workspace=make_workspace(root / "workspace"),
+            workspace=make_workspace(root / "workspace", task if case.pack is not None else None),
             model="probe",
             gateway_base_url=url,
             gateway_key=key,
@@ -227,7 +242,8 @@ def run_case(
             home=home,
         )
         outcomes: list[TurnOutcome] = []
-        for index, (user, boundary) in enumerate(case.turns, start=1):
+        turns = case.turns or [(t.user, t.session_boundary) for t in task.user_turns]
+        for index, (user, boundary) in enumerate(turns, start=1):
             outcome = adapter.run_turn(ctx, TurnContext(index, user, boundary, case.deadline_s))
             outcomes.append(outcome)
             if on_turn is not None:
@@ -254,7 +270,7 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
     adapter = get_harness(harness)
     base = harness.partition("@")[0]
     case = cases(base)[name]
-    task = load_task(EXAMPLE_PACK)
+    task = load_task(REPO / "tasks" / case.pack if case.pack else EXAMPLE_PACK)
     dest = golden_dir(harness, name)
     turns: list[dict[str, object]] = []
 
@@ -295,7 +311,9 @@ def capture(harness: str, name: str, chain: ProbeChain | None) -> Path:
             "version": adapter.version(),
             "case": name,
             "run_id": run_id,
-            "captured_with": CAPTURED_WITH[case.via].format(case=case.policy or name),
+            "captured_with": (CAPTURED_WITH[case.via].format(case=case.policy or name) if case.pack is None else
+                              CAPTURED_WITH[case.via].split(" driven by ")[0]
+                              + f" driven by tasks/{case.pack}/probe_policy.py (its PROBE_OPTIONS, prompt and workspace)"),
             "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "permission_mode": case.permission_mode,
             "turns": turns,

@@ -28,6 +28,7 @@ from tests.harnesses.conftest import Golden, golden_cases, load_golden
 from tests.harnesses.test_openclaw_normalize import run, tools
 from tests.harnesses.test_record_accounting import assert_accounted, normalize
 from tracetrial.trace import (
+    ContextCompactionEvent,
     AssistantMessageEvent,
     NativeDiagnosticEvent,
     NativeEvent,
@@ -47,6 +48,10 @@ PINNED = [c.partition("@")[0] for c in golden_cases(HARNESS)
           if c.endswith(f"@{NEWER}") and c.partition("@")[0] not in NEWER_ONLY]
 #: Cases whose run fails (HTTP 500 from the probe): 2026.6.9 gives up after three requests.
 FAILED = {"api_error", "api_error_persistent"}
+#: Runs that end with exit 1 and nothing on stdout: the failed ones, and the compaction flow — the
+#: turn's work is done and auto-compaction succeeded, then 2026.6.9's post-run CLI compaction fails
+#: ("CLI transcript compaction failed …: Already compacted", stderr) and the process exits 1.
+NO_RESULT = FAILED | {"compaction"}
 
 
 def session_files(g: Golden) -> list[Path]:
@@ -59,7 +64,7 @@ def invocations(g: Golden) -> list[dict[str, Any]]:
 
 def test_the_captures_are_of_that_version_and_cover_the_pinned_flows() -> None:
     assert PAPER, f"no golden capture of openclaw@{VERSION}"
-    assert sorted(PAPER) == sorted(PINNED)
+    assert sorted(PAPER) == sorted(PINNED)  # the same flows on both versions
     for case in PAPER:
         g = load_golden(HARNESS, case)
         assert g.meta["version"] == VERSION  # captured as the named version openclaw@2026.6.9, before it became the pin
@@ -75,7 +80,7 @@ def test_every_record_is_accounted_and_the_successful_flows_are_complete(case: s
     acc = trace.accounting
     assert acc is not None and not acc.problems() and not [r for r in acc.records if r.unknown_type]
     assert trace.trace_complete  # every turn ended (a failed run by its own end record)
-    if case in FAILED:
+    if case in NO_RESULT:
         assert trace.structured_trace_status == "partial"
         assert [n.split(";")[0] for n in trace.notes] == ["turn 1: no run id on stdout", "turn 1: no result on stdout"]
     else:
@@ -204,3 +209,14 @@ def test_a_transcript_line_without_a_time_stays_in_its_place(tmp_path: Path) -> 
     assert seqs == sorted(seqs) and 5 in seqs
     assert {e.conversation_turn for e in trace.events if e.source == SRC_TRANSCRIPT} == {1}
     assert trace.structured_trace_status == "complete"
+
+
+def test_the_compaction_flow_is_recorded_and_its_post_run_failure_is_the_harnesss_own() -> None:
+    """2026.6.9 compacts at its threshold (one summary request, a ``compaction`` transcript record)
+    and then exits 1: its CLI budget compaction refuses to run again ("Already compacted")."""
+    g = load_golden(HARNESS, "compaction")
+    assert g.meta["turns"][0]["exit_code"] == 1
+    assert "CLI transcript compaction failed" in (g.native / "turn-1.stderr").read_text(encoding="utf-8")
+    trace = run(g)
+    (compacted,) = [e for e in trace.events if isinstance(e, ContextCompactionEvent)]
+    assert compacted.native_event_type == "transcript/compaction"
