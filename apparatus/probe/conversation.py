@@ -41,6 +41,9 @@ _FUNCTION = re.compile(r"<function>(\{.*?\})</function>", re.DOTALL)
 #: also start with "[Subagent Context]" but are never the first user message).
 _OPENCLAW_CHILD_TASK = re.compile(r"\[Subagent (?:Context|Task)\]")
 _OPENCLAW_CHILD_SESSION = re.compile(r"\bsession=(agent:[^\s|:]+:subagent:[^\s|]+)")
+#: OpenClaw 2026.6.9 names the child's session only in its system prompt's runtime section
+#: ("- Your session: agent:<agent>:subagent:<uuid>."), not in the first user message.
+_OPENCLAW_CHILD_SESSION_SYSTEM = re.compile(r"Your session:[ \t]*(agent:[^\s|:]+:subagent:[0-9A-Za-z_-]+)")
 _CWD = re.compile(r"(?:Primary working directory|Working directory|Current working directory):[ \t]*(/[^\n]*)|"
                   r"<cwd>([^<]+)</cwd>")
 
@@ -147,12 +150,19 @@ class Conversation:
 
     def openclaw_subagent_key(self) -> str | None:
         """The session key of an OpenClaw sub-agent whose request this is (its first user message
-        is the delegated task and names the child's session), else ``None``."""
+        is the delegated task; the child's session is named there (2026.9.6) or in the system
+        prompt (2026.6.9); ``unnamed:<digest of the task>`` when neither names it), else ``None``."""
         first = next((it.text for it in self.items if it.kind == "user"), "")
         if not _OPENCLAW_CHILD_TASK.search(first):
             return None
         m = _OPENCLAW_CHILD_SESSION.search(first)  # 2026.9.6 appends the runtime line after the task
-        return m.group(1) if m else None
+        if m is None:
+            m = _OPENCLAW_CHILD_SESSION_SYSTEM.search(self.system_text)  # 2026.6.9: the system prompt
+        if m is None:
+            # A child all the same (its first message is the delegated task): never the parent's
+            # script. Keyed by its task, as Claude Code's unnamed children are.
+            return "unnamed:" + hashlib.sha256(first.encode()).hexdigest()[:12]
+        return m.group(1)
 
     def deferred_tool_names(self) -> tuple[str, ...]:
         """Tool names the request announces as deferred (named, not declared; loadable through the

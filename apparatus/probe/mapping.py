@@ -104,6 +104,10 @@ OPENCLAW_ASK_USER_SCHEMA: dict[str, Any] = {
 #: OpenClaw's wait primitive: ends the model turn until the spawned children have settled and
 #: resumes the parent with their completion.
 YIELD_TOOLS = ("sessions_yield",)
+#: Sub-agent tools whose call only accepts the child (OpenClaw): a foreground spawn then yields.
+YIELDING_SPAWN_TOOLS = ("sessions_spawn",)
+#: OpenClaw's sub-agent status tool, declared directly by 2026.6.9 (``action: list`` only).
+STATUS_TOOLS = ("subagents",)
 #: Shell-tool properties naming how long the tool waits before it backgrounds a command that is
 #: still running (OpenClaw ``exec``: "Milliseconds before backgrounding; default 10000").
 #: Codex's ``exec_command {yield_time_ms}`` is a polling window, not a backgrounding one: not here.
@@ -642,7 +646,20 @@ def plan_action(action: Action, inv: Inventory, cwd: str | None = None, *, defer
                                    "behind tool_call)")
         sem = {"description": action.description, "prompt": action.prompt, "background": action.background}
         args, notes = shape_arguments(tool, sem)
-        return Plan((PlannedCall(tool, args),), notes=tuple(n for n in notes if not n.startswith("background")))
+        calls = [PlannedCall(tool, args)]
+        kept = [n for n in notes if not n.startswith("background")]
+        wait = inv.first(YIELD_TOOLS)
+        if tool.name in YIELDING_SPAWN_TOOLS and not action.background and wait is not None:
+            # OpenClaw 2026.6.9 declares sessions_spawn, sessions_yield and subagents directly: the
+            # spawn only accepts the child, so a foreground spawn waits the harness's way (as the
+            # deferred plan does) and reads the child's result with the status tool.
+            calls.append(PlannedCall(wait, {}))
+            status = inv.first(STATUS_TOOLS)
+            if status is not None:
+                calls.append(PlannedCall(status, {"action": "list"}))
+            kept.append(f"foreground: waits with {wait.display}"
+                        + (f", then reads the child's result with {status.display} list" if status else ""))
+        return Plan(tuple(calls), notes=tuple(kept))
     if isinstance(action, AskUser):
         tool = _ask_tool(inv)
         if tool is None:

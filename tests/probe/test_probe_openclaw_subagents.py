@@ -190,3 +190,35 @@ def test_foreground_spawn_through_yield_and_the_settle_notice(probe, write_polic
     assert [r.mapped_tool for r in report.requests if r.principal == "main"] == [
         "tool_describe", "tool_call:sessions_spawn", "sessions_yield", "tool_call:subagents", None]
     assert {r.kind for r in report.requests if r.principal != "main"} == {"subagent"}
+
+
+# ----------------------------------------------------------------- the pin, OpenClaw 2026.6.9
+#: Tools of a real 2026.6.9 request (fixtures/openclaw-2026.6.9.json): sessions_spawn,
+#: sessions_yield and subagents (``action: list`` only) are declared directly.
+OC69 = "openclaw-2026.6.9.json"
+CHILD_69 = "agent:main:subagent:6abbdc0a-ba94-44fd-b660-30e936389a07"
+
+
+def test_2026_6_9_foreground_spawn_spawns_yields_and_lists_directly() -> None:
+    got = calls(spawn_subagent("Label helper", "make the label"), OC69)
+    assert [d for d, _ in got] == ["sessions_spawn", "sessions_yield", "subagents"]
+    assert got[0][1]["task"] == "make the label" and got[2][1] == {"action": "list"}
+    # a background spawn returns at the spawn's acceptance, as on 2026.9.6
+    assert [d for d, _ in calls(spawn_subagent("Nightly", "run slow_job.py", background=True), OC69)] == [
+        "sessions_spawn"]
+
+
+def test_2026_6_9_child_is_named_in_the_system_prompt_only() -> None:
+    """2026.6.9's child: the first user message is the task without a runtime line; the session is in
+    the system prompt's runtime section (as recorded on the wire)."""
+    task = ("[Mon 2026-12-07 09:51 UTC] [Subagent Context] You are running as a subagent (depth 1/1). Results "
+            "auto-announce to your requester; do not busy-poll for status.\n\n[Subagent Task]\n\nYou are the label "
+            "helper.")
+    system = f"You are a personal assistant running inside OpenClaw.\n## Runtime\n- Your session: {CHILD_69}.\n"
+    conv = parse("chat", body({"role": "system", "content": system}, {"role": "user", "content": task}))
+    assert conv.openclaw_subagent_key() == CHILD_69
+    assert principal_of(conv, {}) == f"subagent:{CHILD_69}"
+    # a child whose session is named nowhere is still a child (keyed by its task), never the parent
+    unnamed = parse("chat", body({"role": "user", "content": task}))
+    assert (unnamed.openclaw_subagent_key() or "").startswith("unnamed:")
+    assert principal_of(unnamed, {}).startswith("subagent:unnamed:")
