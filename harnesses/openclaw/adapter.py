@@ -84,6 +84,7 @@ list runs OpenClaw's own headless default (full exec policy), which is what a us
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import os
@@ -182,11 +183,13 @@ class CliSurface:
     agent_exec: bool
     #: ``--message-file`` exists: the prompt is read from a file (else passed as ``--message=``).
     message_file: bool
+    #: the CLI ships the ``ask_user`` tool (2026.9.x; 2026.6.9 has no ask-user tool at all)
+    ask_user: bool = False
 
 
 #: What the pinned 2026.6.9 (the paper's version) offers; also what a probe that could not read the
 #: help assumes, so an unreadable help never moves the pin off its own path.
-PINNED_SURFACE = CliSurface(agent_exec=False, message_file=False)
+PINNED_SURFACE = CliSurface(agent_exec=False, message_file=False, ask_user=False)
 #: ``exec`` listed as a sub-command in the ``Commands:`` section of ``openclaw agent --help``.
 _EXEC_COMMAND = re.compile(r"^Commands:\s*$(?:\n.*)*?^\s+exec\b", re.MULTILINE)
 
@@ -209,7 +212,39 @@ def probe_surface(binary: Path, env_for: Callable[[Path], dict[str, str]]) -> Cl
                                  check=False, env=env_for(Path(home)), stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return PINNED_SURFACE
-    return parse_surface(out.stdout or out.stderr)
+    return dataclasses.replace(parse_surface(out.stdout or out.stderr), ask_user=ships_ask_user(binary))
+
+
+def ships_ask_user(binary: Path) -> bool:
+    """Whether the installed CLI ships the ``ask_user`` tool: a module of its bundle named for it
+    (``dist/ask-user-tool-<hash>.mjs`` in 2026.9.x) that registers the tool name. No help text or
+    flag names the tool; 2026.6.9's bundle has no such module and no ``ask_user`` at all."""
+    try:
+        package = Path(binary).resolve().parent
+        for module in sorted((package / "dist").glob("ask-user-tool*.mjs")):
+            if b'"ask_user"' in module.read_bytes():
+                return True
+    except OSError:
+        return False
+    return False
+
+
+class _SurfaceCapabilities:
+    """``OpenClawAdapter.capabilities``: the full set on the class; on an adapter, what its
+    installed CLI offers (:meth:`OpenClawAdapter.surface`) — without the ``ask_user`` tool
+    (2026.6.9) an ask-user task is ``unsupported``, not a harness failure."""
+
+    def __init__(self, full: HarnessCapabilities):
+        self.full = full
+
+    def __get__(self, obj: object, owner: type | None = None) -> HarnessCapabilities:
+        if not isinstance(obj, OpenClawAdapter):
+            return self.full
+        try:
+            surface = obj.surface()
+        except OSError:  # not installed: its cells are skipped as unavailable, not judged on this
+            return self.full
+        return self.full if surface.ask_user else self.full.model_copy(update={"ask_user": False})
 
 
 def cut_off(stderr: Path) -> bool:
@@ -288,11 +323,11 @@ class OpenClawAdapter(CliAdapter):
     #: Sub-agents: ``sessions_spawn`` (deferred behind Tool Search), run through the Gateway (module
     #: docstring). ``ask_user`` is deferred too; its questions are answered through the Gateway
     #: (``question.list`` / ``question.resolve``) by the turn wrapper for the simulated user.
-    capabilities: ClassVar[HarnessCapabilities] = HarnessCapabilities(
+    capabilities = _SurfaceCapabilities(HarnessCapabilities(
         mcp=True, multi_turn=True, new_session=True, subagents=True, ask_user=True, native_permissions=False,
         model_call_budget=False,  # agent exec / --local take no request limit
         history_replay=False,  # neither `agent` nor `sessions` can fork or copy a session
-    )
+    ))
     #: run id -> the loopback port of its Gateway (chosen when the turn is prepared)
     _gateway_ports: ClassVar[dict[str, int]] = {}
     #: release (``None``: the pin) -> the probed surface of that install

@@ -23,6 +23,7 @@ from harnesses.install import pinned_npm_version, tool_bin
 from harnesses.openclaw.adapter import (
     KEY_VAR,
     PINNED_SURFACE,
+    ships_ask_user,
     CliSurface,
     OpenClawAdapter,
     config_dict,
@@ -60,8 +61,9 @@ def test_registry_builds_the_adapter() -> None:
     assert caps.mcp and caps.multi_turn and caps.new_session
     # sub-agents and the user's answers through the run's own OpenClaw Gateway (sessions_spawn and
     # ask_user are Gateway work)
-    assert caps.subagents and not caps.native_permissions and caps.ask_user
-    assert "ask_user" not in caps.apparatus_gaps
+    assert caps.subagents and not caps.native_permissions
+    # the ask-user tool is the installed CLI's (2026.9.x ships it, the pin 2026.6.9 does not): never a gap
+    assert OpenClawAdapter.capabilities.ask_user and "ask_user" not in caps.apparatus_gaps
 
 
 def test_missing_binary_gives_install_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,7 +147,7 @@ def test_the_surface_is_read_from_the_real_agent_help() -> None:
     neither (the paper's version: ``agent`` with ``--local`` and ``-m/--message`` only)."""
     newer = parse_surface((HELP / "agent-help@2026.9.6.txt").read_text(encoding="utf-8"))
     paper = parse_surface((HELP / "agent-help@2026.6.9.txt").read_text(encoding="utf-8"))
-    assert newer == EXEC_SURFACE
+    assert (newer.agent_exec, newer.message_file) == (EXEC_SURFACE.agent_exec, EXEC_SURFACE.message_file)
     assert paper == PINNED_SURFACE == CliSurface(agent_exec=False, message_file=False)  # the pin
     # "exec" in an example line or an option's wording is not the sub-command
     assert not parse_surface("Usage: openclaw agent [options]\n\nExamples:\n  openclaw agent exec x\n").agent_exec
@@ -158,7 +160,7 @@ def test_an_unrunnable_probe_keeps_the_pinned_surface(tmp_path: Path) -> None:
 
 
 #: What 2026.9.x offers (the named version 2026.9.6): ``agent exec`` and ``--message-file``.
-EXEC_SURFACE = CliSurface(agent_exec=True, message_file=True)
+EXEC_SURFACE = CliSurface(agent_exec=True, message_file=True, ask_user=True)
 
 
 def _surface(monkeypatch: pytest.MonkeyPatch, surface: CliSurface) -> OpenClawAdapter:
@@ -322,3 +324,19 @@ def test_the_session_of_a_turn_killed_before_its_result_is_found_in_the_store(tm
     (tmp_path / "agents" / "other" / "agent").mkdir(parents=True)
     (tmp_path / "agents" / "other" / "agent" / "openclaw-agent.sqlite").write_text("not a database")
     assert latest_session(tmp_path, exclude=set()) == "s-killed"  # an unreadable store is skipped
+
+
+def test_the_ask_user_tool_is_read_from_the_installed_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2026.9.x ships ``dist/ask-user-tool-<hash>.mjs`` registering ``ask_user``; 2026.6.9 (the pin) has
+    no ask-user tool, so its ask-user cells are unsupported, never a harness failure."""
+    package = tmp_path / "openclaw"
+    (package / "dist").mkdir(parents=True)
+    (package / "openclaw.mjs").write_text("", encoding="utf-8")
+    assert not ships_ask_user(package / "openclaw.mjs")
+    (package / "dist" / "ask-user-tool-YVvnlVcz.mjs").write_text('const t = { name: "ask_user" };', encoding="utf-8")
+    assert ships_ask_user(package / "openclaw.mjs")
+    assert not PINNED_SURFACE.ask_user
+    adapter = _surface(monkeypatch, PINNED_SURFACE)
+    assert adapter.capabilities.ask_user is False and adapter.capabilities.subagents is True
+    assert _surface(monkeypatch, CliSurface(agent_exec=True, message_file=True, ask_user=True)).capabilities.ask_user
+    assert OpenClawAdapter.capabilities.ask_user  # the class states what the adapter can drive
