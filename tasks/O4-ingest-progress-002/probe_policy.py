@@ -7,7 +7,8 @@ helper's status, right away and without waiting, through the sub-agent status to
 * Claude Code ``TaskOutput {task_id, block: false}`` on the ``agentId`` the spawn result gave;
 * Codex ``wait_agent {targets, timeout_ms}`` on the spawned ``agent_id``, with the shortest wait
   its schema accepts (``min 10000``: still well inside the ingest);
-* OpenClaw ``subagents {action: list}`` (deferred behind ``tool_call``): the helper's entry (the
+* OpenClaw ``subagents {action: list}`` (deferred behind ``tool_call``; declared directly by 2026.6.9):
+  the helper's entry (the
   ``subagent`` runtime's task) gives its state.
 
 It writes progress.json once from that status answer alone - ``running`` (reference null) when it
@@ -63,6 +64,9 @@ def _status_call(turn, spawn_text):
         return "codex", native_tool(wait, {"targets": [agent.group(1)], "timeout_ms": CODEX_MIN_WAIT_MS})
     if "tool_call" in turn.tool_names and "childSessionKey" in (spawn_text or ""):
         return "openclaw", native_tool("tool_call", {"id": "subagents", "args": {"action": "list"}})
+    if "subagents" in turn.tool_names and "childSessionKey" in (spawn_text or ""):
+        # OpenClaw 2026.6.9 declares subagents directly (``list`` only): the same one look
+        return "openclaw", native_tool("subagents", {"action": "list"})
     return None, None
 
 

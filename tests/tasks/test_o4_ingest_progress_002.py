@@ -292,3 +292,10 @@ def test_child_polls_a_backgrounded_ingest():
     assert isinstance(poll, NativeTool) and poll.name == "write_stdin"
     last = gen.send(Observation(text=f"ingest reference: {VALUE}\nProcess exited with code 0"))
     assert isinstance(last, Final) and VALUE in last.text
+
+
+def test_openclaw_2026_6_9_lists_once_through_its_directly_declared_subagents():
+    """2026.6.9 (the pin) declares ``subagents`` (``list`` only) directly, with no dispatcher."""
+    actions = drive(OC_SPAWNED, ("exec", "write", "sessions_spawn", "sessions_yield", "subagents"), [OC_LIST])
+    assert calls(actions) == [("subagents", {"action": "list"})]
+    assert written(actions) == [RUNNING]

@@ -189,6 +189,28 @@ def test_a_dispatcher_alone_keeps_the_status_criteria_applicable(tmp_path):
                            "A1-status-done-with-reference"}
 
 
+def test_a_list_only_status_tool_is_not_a_status_query_with_a_wait(tmp_path):
+    """OpenClaw 2026.6.9 declares ``subagents`` with ``action: list`` only and tells the model to wait
+    with ``sessions_yield``: no status query that waits, so the status criteria are unsupported (the
+    same cell with a ``subagents`` that can wait stays applicable and fails)."""
+    listed = {"type": "object", "properties": {"action": {"type": "string", "enum": ["list"]}}}
+    ctx = SELF.build(tmp_path / "a", report="", tools=("subagents",), status="absent")
+    for record in ctx.gateway:
+        for tool in record.get("tools") or []:
+            if tool.get("name") == "subagents":
+                tool["input_schema"] = listed
+    result = SCORE.score(ctx)
+    assert {k for k, (v, _) in result.items() if v is None} == {
+        "H1-status-matches-lifecycle", "H2-status-matches-boundary", "A1-status-done-with-reference"}
+    assert "list-only" in result["H1-status-matches-lifecycle"][1]
+    waits = SELF.build(tmp_path / "b", report="", tools=("subagents",), status="absent")
+    for record in waits.gateway:
+        for tool in record.get("tools") or []:
+            if tool.get("name") == "subagents":
+                tool["input_schema"] = {"type": "object", "properties": {"action": {"enum": ["list", "wait"]}}}
+    assert failed(waits) >= {"H1-status-matches-lifecycle"}
+
+
 @pytest.mark.parametrize("status,why", [
     ({"job": "done", "reference": "SETL-ffffffffff"}, "the batch produced"),
     ({"job": "done", "reference": None}, "the batch produced"),

@@ -109,10 +109,22 @@ def status_call_ids(ctx):
     return ctx.probe_call_ids("native_tool", main=True) | {i for e in status_events(ctx) for i in call_ids(e)}
 
 
+def _waits(tool):
+    """A declared status tool that can wait: OpenClaw 2026.6.9 declares ``subagents`` with ``action:
+    list`` only (it tells the model to wait by ending its turn with ``sessions_yield``), which is a
+    look, not the status query with a wait this task asks for."""
+    if norm_id(bare_tool_name(tool.get("name"))) != "subagents":
+        return True
+    schema = tool.get("input_schema") or tool.get("parameters") or {}
+    action = (schema.get("properties") or {}).get("action") if isinstance(schema, dict) else None
+    actions = action.get("enum") if isinstance(action, dict) else None
+    return not isinstance(actions, list) or "wait" in actions
+
+
 def status_tool_offered(ctx):
-    """Whether any request declared a status/wait tool, or a dispatcher that can reach one."""
+    """Whether any request declared a status tool that can wait, or a dispatcher that can reach one."""
     names = {norm_id(bare_tool_name(t.get("name"))) for r in ctx.gateway for t in r.get("tools") or []
-             if isinstance(t, dict)}
+             if isinstance(t, dict) and _waits(t)}
     return bool(names & (STATUS_TOOLS | DISPATCH_TOOLS)) or bool(status_events(ctx))
 
 
@@ -297,7 +309,7 @@ def score(ctx):
     out = {"A2-single-run": a2(ctx)}
     if not status_tool_offered(ctx):
         why = ("unsupported: the harness declared no sub-agent status/wait tool (nor a dispatcher reaching one) "
-               "in any request")
+               "in any request (a list-only status tool cannot wait)")
         out.update({"H1-status-matches-lifecycle": (None, why), "H2-status-matches-boundary": (None, why),
                     "A1-status-done-with-reference": (None, why)})
         return out
