@@ -10,7 +10,9 @@ import re
 HARNESS_INJECTED = re.compile(
     r"^\s*(\[SYSTEM NOTIFICATION|<task-notification>|<environment_context>|<user_instructions>|"
     r"# AGENTS\.md instructions|This session is being continued from a previous conversation|"
-    r"Another language model started to solve this problem|<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>)"
+    r"Another language model started to solve this problem|<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>|"
+    # DeepSeek Harness 0.2.x: a block after the prompt of a new session's first message
+    r"Current runtime context\.)"
 )
 
 

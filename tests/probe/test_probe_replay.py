@@ -431,3 +431,15 @@ def test_an_openclaw_heartbeat_is_answered_no_reply_and_leaves_the_policy_alone(
     assert first.name is not None  # the policy's first step, untouched by the heartbeat
     kinds = [r.kind for r in probe.finish_run(run_id).requests]
     assert kinds[0] == "heartbeat" and kinds[1] == "main"
+
+
+def test_deepseek_0_2_runtime_context_block_is_not_the_users_turn(probe, write_policy, run_id):
+    """DeepSeek Harness 0.2.x puts a "Current runtime context. …" block after the prompt of a new
+    session's first message; the turn is the user's text before it (C5 x2 on 0.2.1rc2 stayed in turn 1)."""
+    probe.register_run(run_id, write_policy(MULTI_STEP), {"turns": ["fix the build", "now ship it"]})
+    sim = SimHarness("anthropic", probe.run_url(run_id), tools_for("anthropic"))
+    sim.messages.append({"role": "user", "content": [
+        {"type": "text", "text": "now ship it"},
+        {"type": "text", "text": "Current runtime context. Working directory: /w. Date: 2026-12-07."}]})
+    sim.send()
+    assert probe.finish_run(run_id).requests[0].turn == 2
