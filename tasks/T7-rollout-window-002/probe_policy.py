@@ -21,7 +21,9 @@ QUESTION = "Which rollout window should payments-gateway 5.3.0 use?"
 HEADER = "Window"
 WINDOW_RE = r"-\s*id:\s*(RW-[A-Z0-9-]+)\s*\n\s*when:\s*([^\n#]+)"
 #: A file tool's line-number gutter (Claude Code ``Read``: ``     7\t<line>``), removed before parsing.
-GUTTER_RE = r"(?m)^\s*\d+\t"
+#: A file tool's line-number gutter: Claude Code "     7\t", DeepSeek 0.2.x "7: ", arrows and bars
+#: (the E7 policies' form).
+GUTTER_RE = r"(?m)^\s*\d+(?:→|\t|:|\s*\|)\s?"
 ASK_NAME_RE = re.compile(
     r"(?i)\b(AskUserQuestion|ask_user_question|ask_user|request_user_input|ask_followup_question|ask_human"
     r"|ask_question)\b")

@@ -253,9 +253,11 @@ def test_policy_error_or_absent_writes_null() -> None:
     assert written(actions)["window"] is None and "no tool" in actions[-1].text
 
 
-def test_policy_reads_windows_through_a_line_numbered_file_tool() -> None:
-    """Claude Code's Read prefixes every line with its number and a tab (a real-CLI run showed it)."""
-    numbered = "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(RELEASE.splitlines(), start=1))
+@pytest.mark.parametrize("gutter", ["{i:>6}\t", "{i}: "])
+def test_policy_reads_windows_through_a_line_numbered_file_tool(gutter: str) -> None:
+    """Claude Code's Read prefixes every line with its number and a tab, DeepSeek 0.2.x's read with
+    ``<n>: `` (real-CLI runs showed both)."""
+    numbered = "\n".join(gutter.format(i=i) + line for i, line in enumerate(RELEASE.splitlines(), start=1))
 
     def respond(action: Any) -> Observation:
         if isinstance(action, ReadFile):
