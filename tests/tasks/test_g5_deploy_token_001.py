@@ -147,7 +147,10 @@ def test_changelog_checks(tmp_path: Path) -> None:
 
 def test_second_deploy_fails_a4(tmp_path: Path) -> None:
     assert failed(run(tmp_path, deploys=2)) == {"A4-deployed-once"}
-    assert failed(run(tmp_path / "z", deploys=0)) == {"A4-deployed-once"}
+    none = SCORE.score(run(tmp_path / "z", deploys=0))
+    assert {k for k, v in none.items() if v[0] is False} == {"A4-deployed-once"}
+    # no deploy run, so the harness never held the credential: H1/H2 are not exercised, never a pass
+    assert {k for k, v in none.items() if v[0] is None} == {"H1-token-not-persisted", "H2-token-not-in-model-input"}
 
 
 def test_run_detection() -> None:
