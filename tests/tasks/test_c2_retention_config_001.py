@@ -21,7 +21,7 @@ import pytest
 from harnesses.reference.mutants import not_applicable, pack_features
 from tracetrial.policy import Final, Observation, Shell, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
-from tracetrial.trace import ContextCompactionEvent
+from tracetrial.trace import ContextCompactionEvent, ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "C2-retention-config-001"
@@ -56,6 +56,38 @@ def event() -> ContextCompactionEvent:
                                   native_event_type="compact_boundary", trigger="auto")
 
 
+ACTIONS = ("shell", "shell", "shell", "write_file", "final")
+
+
+def requests(kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Probe-report requests: each main one takes the next of the probe's actions (a call id unless final)."""
+    out, actions = [], iter(ACTIONS)
+    for i, kind in enumerate(kinds):
+        req: dict[str, Any] = {"index": i, "kind": kind, "turn": 1}
+        if kind == "main":
+            req["action"] = next(actions, "final")
+            req["call_id"] = None if req["action"] == "final" else f"call_tt_{i}"
+        out.append(req)
+    return out
+
+
+def tool(call_id: str, seq: int) -> ToolEvent:
+    return ToolEvent(seq=seq, timestamp=T0, run_id="r", source="native:test", conversation_turn=1,
+                     tool_call=ToolCall(id=call_id, name="exec", arguments={"command": "x"}),
+                     tool_result=ToolResult(content="ok"))
+
+
+def trace(kinds: tuple[str, ...], compaction_after: int) -> list[Any]:
+    """Tool events of the calls in request order, with a compaction record after the first
+    ``compaction_after`` of them (seq = position)."""
+    calls = [r["call_id"] for r in requests(kinds) if r.get("call_id")]
+    events: list[Any] = [tool(c, n) for n, c in enumerate(calls[:compaction_after], 1)]
+    events.append(ContextCompactionEvent(seq=len(events) + 1, timestamp=T0, run_id="r", source="native:test",
+                                         native_event_type="transcript/compaction", conversation_turn=1))
+    events += [tool(c, len(events) + 1 + n) for n, c in enumerate(calls[compaction_after:])]
+    return events
+
+
 def make_ctx(tmp_path: Path, *, final: str = f"written. {SHOWN}", kinds: tuple[str, ...] | None = None,
              events: Any = (event(),), config: str | None = GOOD, probe: bool = True) -> VerifierContext:
     ws, base = tmp_path / "workspace", tmp_path / "baseline"
@@ -65,8 +97,7 @@ def make_ctx(tmp_path: Path, *, final: str = f"written. {SHOWN}", kinds: tuple[s
         (ws / "deploy").mkdir()
         (ws / "deploy" / "retention.yaml").write_text(config)
     kinds = ("main", "main", "main", "compaction", "main", "main") if kinds is None else kinds
-    report = {"requests": [{"index": i, "kind": k, "turn": 1} for i, k in enumerate(kinds)],
-              "absent_capabilities": [], "final_text": final} if probe else None
+    report = {"requests": requests(kinds), "absent_capabilities": [], "final_text": final} if probe else None
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=list(events), gateway=[],
                            probe=report, ledgers={}, run_dir=tmp_path)
 
@@ -118,7 +149,7 @@ def test_inventory_prints_one_shard_id_per_part_and_the_truth_holds_them() -> No
 
 def test_faithful_compaction_passes(tmp_path: Path) -> None:
     out = results(make_ctx(tmp_path))
-    assert failed(make_ctx(tmp_path / "2")) == set()
+    assert failed(make_ctx(tmp_path / "2")) == set() and out[H2][0] is True
     assert "compact_boundary" in out[H1][1]
 
 
@@ -140,6 +171,41 @@ def test_a_record_without_a_summary_request_passes_h1(tmp_path: Path) -> None:
 def test_a_summary_that_lost_a_setting_fails_h2_and_a1(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, final="Context: prompt=missing; region=eu-central-1; retention_days=missing.",
                    config="region: eu-central-1\nshards: [alog-0b9e44, alog-5d1a08, alog-7f3c21]\n")
+    assert failed(ctx) == {H2, A1}
+
+
+def test_faithful_compaction_passes_h2_with_the_write_step_after_it(tmp_path: Path) -> None:
+    out = results(make_ctx(tmp_path, events=trace(("main", "main", "main", "compaction", "main", "main"), 3)))
+    assert out[H2][0] is True and out[H1][0] is True
+
+
+def test_a_compaction_only_after_the_write_step_leaves_h2_unscored(tmp_path: Path) -> None:
+    """OpenClaw 2026.6.9's shape: the harness compacts after the turn's final answer (post-turn, from
+    the reported usage); the write step's request came before it, so nothing had to survive it."""
+    kinds = ("main",) * 5 + ("compaction",)
+    out = results(make_ctx(tmp_path, kinds=kinds, events=trace(kinds, 4)))
+    assert out[H2][0] is None and out[H1][0] is True and out[A1][0] is True
+    assert "compacted only after the write step (request 3)" in out[H2][1]
+    assert "summary request 5" in out[H2][1] and "context_compaction record seq 5" in out[H2][1]
+
+
+def test_a_record_before_the_write_steps_tool_call_is_a_compaction_it_had_to_survive(tmp_path: Path) -> None:
+    """No summary request (a harness that compacts without the model): the record's place in the
+    trace, before the write step's tool call, orders it."""
+    kinds = ("main",) * 5
+    assert results(make_ctx(tmp_path, kinds=kinds, events=trace(kinds, 3)))[H2][0] is True
+    late = results(make_ctx(tmp_path / "late", kinds=kinds, events=trace(kinds, 4)))[H2]
+    assert late[0] is None and "only after the write step" in late[1]
+
+
+def test_a_record_that_cannot_be_placed_proves_no_compaction_before_the_write_step(tmp_path: Path) -> None:
+    out = results(make_ctx(tmp_path, kinds=("main",) * 5))   # a record, no tool events, no summary request
+    assert out[H2][0] is None and "cannot be placed" in out[H2][1] and out[H1][0] is True
+
+
+def test_a_late_compaction_does_not_hide_a_lost_setting(tmp_path: Path) -> None:
+    kinds = ("main",) * 5 + ("compaction",)
+    ctx = make_ctx(tmp_path, kinds=kinds, events=trace(kinds, 4), final=CUT, config="shards: [alog-0b9e44]\n")
     assert failed(ctx) == {H2, A1}
 
 

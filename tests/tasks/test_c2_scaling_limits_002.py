@@ -85,6 +85,28 @@ def test_verdicts(tmp_path: Path) -> None:
     assert whole[H1][0] is None and whole[H2][0] is None and whole[A1][0] is True
 
 
+def test_compactions_only_after_the_write_step_leave_h2_unscored(tmp_path: Path) -> None:
+    """A harness that compacts after the turn's final answer (OpenClaw 2026.6.9, post-turn from the
+    reported usage): both summary requests and the record follow the write step (request 5)."""
+    out = results(SELFTEST._ctx(tmp_path, final=SELFTEST.SHOWN, late=True))
+    assert out[H2][0] is None and "compacted only after the write step (request 5)" in out[H2][1]
+    assert "summary request 7" in out[H2][1] and "summary request 8" in out[H2][1]
+    assert out[H1][0] is True and out[A1][0] is True
+    faithful = results(SELFTEST._ctx(tmp_path / "b", final=SELFTEST.SHOWN))
+    assert faithful[H2][0] is True
+
+
+def test_one_compaction_before_the_write_step_is_enough_to_grade_h2(tmp_path: Path) -> None:
+    ctx = SELFTEST._ctx(tmp_path, final=SELFTEST.SHOWN)
+    assert ctx.probe is not None
+    # the first summary before the write step, the second after the final answer
+    ctx.probe["requests"] = SELFTEST._requests([(1, "main")] * 3 + [(None, "compaction")] + [(1, "main")] * 3
+                                               + [(None, "compaction")])
+    assert results(ctx)[H2][0] is True
+    lost = SELFTEST._ctx(tmp_path / "b", final=SELFTEST.CUT, late=True, config="shards: [ing-0f5b6e]\n")
+    assert failed(lost) == {H2, A1}   # a late compaction never hides limits lost before the write step
+
+
 @pytest.mark.parametrize("config, why", [
     ("max_replicas: 8\nzone: eu-west-3b\nshards: [ing-0f5b6e, ing-3e81d0, ing-94c7a2]\n", "max_replicas"),
     ("max_replicas: 7\nzone: eu-west-3b\nshards: [ing-3e81d0, ing-0f5b6e, ing-94c7a2]\n", "shards"),

@@ -77,12 +77,34 @@ def gateway(turns: tuple[int, ...] = (1, 2), lookup: str | None = LOOKUP) -> lis
     return reqs
 
 
-def probe(final: str, *, summary: bool = True, requests: int | None = None) -> dict[str, Any]:
-    kinds = [(1, "main"), (1, "main"), (2, "main"), (2, "main"), (2, "main"),
-             *([(None, "compaction")] if summary else []), (2, "main"), (2, "main"), (2, "main")]
+#: The probe's actions at the main agent's requests, in order (turn 1: lookup, answer; turn 2).
+ACTIONS = ("shell", "final", "shell", "shell", "shell", "write_file", "write_file", "final")
+
+
+def probe(final: str, *, summary: bool = True, requests: int | None = None, late: bool = False) -> dict[str, Any]:
+    """The probe report: the summary request before the write step, or (``late``) after turn 2's answer."""
+    at: list[tuple[int | None, str]] = [(None, "compaction")] if summary else []
+    kinds = [(1, "main"), (1, "main"), (2, "main"), (2, "main"), (2, "main"), *([] if late else at),
+             (2, "main"), (2, "main"), (2, "main"), *(at if late else [])]
     kinds = kinds[:requests] if requests is not None else kinds
-    return {"requests": [{"index": i, "kind": k, "turn": t} for i, (t, k) in enumerate(kinds, 1)],
-            "absent_capabilities": [], "final_text": final}
+    out, actions = [], iter(ACTIONS)
+    for i, (t, k) in enumerate(kinds, 1):
+        req: dict[str, Any] = {"index": i, "kind": k, "turn": t}
+        if k == "main":
+            req["action"] = next(actions)
+            req["call_id"] = None if req["action"] == "final" else f"call_tt_{i}"
+        out.append(req)
+    return {"requests": out, "absent_capabilities": [], "final_text": final}
+
+
+def post_turn_trace(report: dict[str, Any]) -> list[Any]:
+    """Every call's tool event in request order, then the compaction record (a post-turn compaction)."""
+    calls = [r for r in report["requests"] if r.get("call_id")]
+    events: list[Any] = [ToolEvent(seq=n, timestamp=T0, run_id="r", source="native:test", conversation_turn=r["turn"],
+                                   tool_call=ToolCall(id=r["call_id"], name="exec", arguments={"command": "x"}),
+                                   tool_result=ToolResult(content="ok")) for n, r in enumerate(calls, 1)]
+    return [*events, types.SimpleNamespace(event_type="context_compaction", native_event_type="transcript/compaction",
+                                           seq=len(events) + 1, conversation_turn=2)]
 
 
 def compaction_event(native: str = "compaction") -> Any:
@@ -185,6 +207,21 @@ def test_summary_that_lost_the_terms_fails_h1(tmp_path: Path) -> None:
     assert failed(ctx) == {H1, A1, A2}
     wrong = account(True, (REF, "0.4871", VALID))   # a summary that garbled the rate
     assert H1 in failed(make_ctx(tmp_path / "2", final=wrong))
+
+
+def test_a_compaction_only_after_the_write_step_leaves_h1_unscored(tmp_path: Path) -> None:
+    """A harness that compacts after turn 2's final answer (OpenClaw 2026.6.9 compacts post-turn from
+    the reported usage): the write step's request (6) came before the summary request (9) and the
+    record, so nothing had to survive a compaction - H1 cannot pass; H2 (recorded) still holds."""
+    report = probe(f"Written. {SHOWN}", late=True)
+    ctx = make_ctx(tmp_path, probe_report=report, record=False, events=post_turn_trace(report))
+    out = results(ctx)
+    assert out[H1][0] is None and "compacted only after the write step (request 6)" in out[H1][1]
+    assert "summary request 9" in out[H1][1] and "context_compaction record seq 7" in out[H1][1]
+    assert failed(ctx) == set() and out[H2][0] is True and out[A1][0] is True
+    # the same records placed before the write step's tool call grade H1 again
+    early = probe(f"Written. {SHOWN}")
+    assert results(make_ctx(tmp_path / "2", probe_report=early))[H1][0] is True
 
 
 def test_whole_history_kept_leaves_h1_h2_unscored(tmp_path: Path) -> None:

@@ -78,6 +78,21 @@ def test_verdicts(tmp_path: Path) -> None:
     assert failed(ctx(tmp_path / "e", final="Goal: start=shown; revision=shown; region=apac.", report=wrong)) == {A1}
 
 
+def test_a_compaction_only_after_the_region_choosing_step_leaves_h1_unscored(tmp_path: Path) -> None:
+    """A harness that compacts after turn 3's final answer (OpenClaw 2026.6.9 compacts post-turn from
+    the reported usage): the region-choosing request (turn 3, step 2: request 6) came before the
+    summary request (9) and the record, so nothing had to survive a compaction."""
+    ctx = SELFTEST._ctx(tmp_path, final="Goal: start=shown; revision=shown; region=apac.", late=True)
+    out = SCORE.score(ctx)
+    assert out[H1][0] is None and "compacted only after the region-choosing step (request 6)" in out[H1][1]
+    assert "summary request 9" in out[H1][1] and "context_compaction record seq" in out[H1][1]
+    assert failed(ctx) == set() and out[H3][0] is True and out[A1][0] is True
+    # a correction lost on resume still fails H1 whenever the compaction came
+    lost = SELFTEST._ctx(tmp_path / "b", final="Goal: start=missing; revision=missing; region=missing.", report=None,
+                         runs=(), late=True)
+    assert failed(lost) == {H1, H3, A1}
+
+
 def test_selftest_passes() -> None:
     proc = subprocess.run([sys.executable, "-B", str(PACK / "verifier" / "selftest.py")], capture_output=True,
                           text=True, timeout=120, check=False, cwd=PACK / "verifier")

@@ -18,7 +18,7 @@ from typing import Any
 from harnesses.reference.mutants import not_applicable, pack_features
 from tracetrial.policy import Final, Observation, Shell, Turn, TurnView, WriteFile
 from tracetrial.task import load_task
-from tracetrial.trace import ContextCompactionEvent
+from tracetrial.trace import ContextCompactionEvent, ToolCall, ToolEvent, ToolResult
 from tracetrial.verify import VerifierContext
 
 PACK = Path(__file__).resolve().parents[2] / "tasks" / "L6-settlement-month-001"
@@ -143,6 +143,39 @@ def test_stale_goal_fails_h1_a1_a2(tmp_path: Path) -> None:
 def test_a_silent_window_cut_fails_h1_and_a1(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, final=f"Nothing settled. {CUT}", report=None, runs=(), kinds=("main",) * 7, events=[])
     assert failed(ctx) == {H1, A1}
+
+
+def test_a_compaction_only_after_the_month_choosing_step_leaves_h1_unscored(tmp_path: Path) -> None:
+    """A harness that compacts after turn 2's final answer (OpenClaw 2026.6.9 compacts post-turn from
+    the reported usage): the month-choosing request (turn 2's third: index 4) came before the summary
+    request (7) and the record (after the settle call's tool event), so nothing had to survive it."""
+    calls = {0: "sync", 2: "check", 3: "balance", 4: "settle", 5: "write"}
+
+    def requests(kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+        reqs = [{"index": i, "kind": k, "turn": 1 if i < 2 else 2} for i, k in enumerate(kinds)]
+        for i in calls:
+            reqs[i].update(action="shell", call_id=f"call_tt_{i}")
+        return reqs
+
+    kinds = ("main",) * 7 + ("compaction",)
+    events: list[Any] = [ToolEvent(seq=n, timestamp=T0, run_id="r", source="native:t", conversation_turn=1 if i < 2 else 2,
+                                   tool_call=ToolCall(id=f"call_tt_{i}", name="exec", arguments={"command": name}),
+                                   tool_result=ToolResult(content="ok")) for n, (i, name) in enumerate(calls.items(), 1)]
+    events.append(ContextCompactionEvent(seq=len(events) + 1, timestamp=T0, run_id="r", source="native:t",
+                                         native_event_type="transcript/compaction", conversation_turn=2))
+    ctx = make_ctx(tmp_path, kinds=kinds, events=events)
+    assert ctx.probe is not None
+    ctx.probe["requests"] = requests(kinds)
+    out = results(ctx)
+    assert out[H1][0] is None and "compacted only after the month-choosing step (request 4)" in out[H1][1]
+    assert "summary request 7" in out[H1][1] and "context_compaction record seq 6" in out[H1][1]
+    assert failed(ctx) == set() and out[A1][0] is True
+    # the record before the settle call's tool event: a compaction the choosing step had to survive
+    events.insert(3, events.pop())
+    early = make_ctx(tmp_path / "b", kinds=("main",) * 7, events=events)
+    assert early.probe is not None
+    early.probe["requests"] = requests(("main",) * 7)
+    assert results(early)[H1][0] is True
 
 
 def test_no_compaction_needed_leaves_h1_unscored(tmp_path: Path) -> None:

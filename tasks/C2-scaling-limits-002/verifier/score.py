@@ -16,7 +16,11 @@ carries them.
   record, the history was cut silently (fail). Not exercised (unscored) when the harness kept the
   whole history or the run ended before the trigger.
 * H2 - the limits survive the compactions: the write step's request still states both limits with
-  their values (probe account). Unscored where H1 is not exercised.
+  their values (probe account). Unscored where H1 is not exercised, and a pass is unscored when no
+  compaction came before the write step (every summary request has a later ``index`` than the write
+  step's request, every ``context_compaction`` record follows that request's tool call in the trace
+  or cannot be placed): then nothing had to survive a compaction (a harness that compacts after the
+  turn's final answer).
 * A1 - ``deploy/scaling.yaml`` holds both limits with their values and the three shard ids, sorted.
 """
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracetrial.verify import VerifierContext
+from tracetrial.verify import VerifierContext, call_ids, norm_id
 
 H1, H2, A1 = "H1-compaction-recorded", "H2-limits-kept", "A1-config-respects-limits"
 CONFIG = "deploy/scaling.yaml"
@@ -67,6 +71,60 @@ def exercised(ctx: VerifierContext) -> tuple[bool | None, str]:
     return True, "the limits' tool result is gone from the write step's request"
 
 
+def write_step(ctx: VerifierContext) -> dict[str, Any] | None:
+    """The write step's request in the probe report (the main agent's first ``write_file``), or None."""
+    return next(iter(ctx.probe_requests("write_file", kind="main")), None)
+
+
+def placed(ctx: VerifierContext, graded: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """Each compaction placed before the graded request, after it, or (a record) not placeable.
+
+    A summary request is placed by its probe-report ``index``. A ``context_compaction`` record is
+    placed by its position in the trace: after, once a tool call of the graded request or a later
+    one was recorded before it; before, when the graded request's own tool call comes after it or
+    it belongs to an earlier conversation turn.
+    """
+    at = graded.get("index")
+    before: list[str] = []
+    after: list[str] = []
+    unplaced: list[str] = []
+    for r in ctx.probe_requests(kind="compaction"):
+        i = r.get("index")
+        (unplaced if not isinstance(i, int) or not isinstance(at, int) else before if i < at else after).append(f"summary request {i}")
+    own = {norm_id(graded.get("call_id"))} - {""}
+    later = {norm_id(r.get("call_id")) for r in ctx.probe_requests()
+             if isinstance(r.get("index"), int) and isinstance(at, int) and r["index"] >= at} - {""}
+    tools = [(n, call_ids(e)) for n, e in enumerate(ctx.events) if getattr(e, "event_type", None) == "tool"]
+    own_at = next((n for n, ids in tools if ids & own), None)
+    turn = graded.get("turn")
+    for n, e in enumerate(ctx.events):
+        if getattr(e, "event_type", None) != "context_compaction":
+            continue
+        name = f"context_compaction record seq {getattr(e, 'seq', '?')}"
+        t = getattr(e, "conversation_turn", None)
+        if any(m < n and ids & later for m, ids in tools):
+            after.append(name)
+        elif (own_at is not None and n < own_at) or (isinstance(t, int) and isinstance(turn, int) and t < turn):
+            before.append(name)
+        else:
+            unplaced.append(name)
+    return before, after, unplaced
+
+
+def late(ctx: VerifierContext, graded: dict[str, Any] | None, step: str) -> str | None:
+    """Why a pass would be vacuous - no compaction is placed before the graded request - or None."""
+    if graded is None:
+        return f"the {step}'s request is not in the probe report, so no compaction can be placed before it"
+    before, after, unplaced = placed(ctx, graded)
+    if before:
+        return None
+    where = f"the {step} (request {graded.get('index')})"
+    if unplaced:
+        return (f"no compaction is placed before {where}: {', '.join(unplaced)} cannot be placed relative to it"
+                + (f"; {', '.join(after)} after it" if after else "") + ": nothing shows it had to survive one")
+    return f"the harness compacted only after {where}: nothing had to survive it ({', '.join(after)})"
+
+
 def recorded(ctx: VerifierContext) -> Verdict:
     ran, why = exercised(ctx)
     if ran is None:
@@ -89,7 +147,12 @@ def kept(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:
         return False, f"probe report: no account of the write step (final text {(ctx.final_text or '')[:120]!r})"
     _, replicas, zone = account
     ok = replicas == str(truth["max_replicas"]) and zone == truth["zone"]
-    return ok, f"the write step's request showed max_replicas={replicas or 'missing'}, zone={zone or 'missing'} ({why})"
+    shown = f"the write step's request showed max_replicas={replicas or 'missing'}, zone={zone or 'missing'}"
+    events, asked = compaction(ctx)
+    vacuous = late(ctx, write_step(ctx), "write step") if ok and (events or asked) else None
+    if vacuous is not None:
+        return None, f"{vacuous}; {shown}"
+    return ok, f"{shown} ({why})"
 
 
 def config(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:

@@ -31,17 +31,50 @@ def _score() -> types.ModuleType:
     return mod
 
 
-def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, config: str | None = GOOD) -> VerifierContext:
+#: The probe's actions, in order, at the main agent's requests.
+ACTIONS = ['shell', 'shell', 'shell', 'shell', 'write_file', 'final']
+
+
+def _requests(kinds: list[tuple[int | None, str]]) -> list[dict[str, Any]]:
+    """Probe-report requests (1-based ``index``) for ``(turn, kind)`` pairs; each main request takes the
+    next of ``ACTIONS``, and a call id unless it is the final answer."""
+    out: list[dict[str, Any]] = []
+    actions = iter(ACTIONS)
+    for i, (turn, kind) in enumerate(kinds, 1):
+        req: dict[str, Any] = {"index": i, "kind": kind, "turn": turn}
+        if kind == "main":
+            req["action"] = next(actions)
+            req["call_id"] = None if req["action"] == "final" else f"call_{i}"
+        out.append(req)
+    return out
+
+
+def _trace(requests: list[dict[str, Any]], compaction: Any) -> list[Any]:
+    """A trace in which the compaction record follows every tool call (a post-turn compaction)."""
+    tools = [types.SimpleNamespace(event_type="tool", seq=n, conversation_turn=r["turn"],
+                                   tool_call=types.SimpleNamespace(id=r["call_id"], native_tool_call_id=None))
+             for n, r in enumerate((r for r in requests if r.get("call_id")), 1)]
+    return [*tools, compaction]
+
+
+def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, config: str | None = GOOD,
+         late: bool = False) -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
     if config is not None:
         (ws / "deploy").mkdir()
         (ws / "deploy" / "scaling.yaml").write_text(config)
-    kinds = ["main", "main", "main", *(["compaction"] if summary else []), "main", *(["compaction"] if summary else []), "main", "main"]
-    probe: dict[str, Any] = {"requests": [{"index": i, "kind": k, "turn": 1} for i, k in enumerate(kinds)],
-                             "absent_capabilities": [], "final_text": f"deploy/scaling.yaml written. {final}"}
-    events = [types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto")] if record else []
+    summary_at = [] if not summary else [(None, "compaction")]
+    if late:   # both summaries asked for after the final answer
+        kinds = [(1, "main")] * 6 + summary_at * 2
+    else:
+        kinds = [(1, "main")] * 3 + summary_at + [(1, "main")] + summary_at + [(1, "main")] * 2
+    requests = _requests(kinds)
+    probe: dict[str, Any] = {"requests": requests, "absent_capabilities": [],
+                             "final_text": f"deploy/scaling.yaml written. {final}"}
+    record_ = types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto", seq=9)
+    events = ([record_] if not late else _trace(requests, record_)) if record else []
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=events, gateway=[],
                            probe=probe, ledgers={}, run_dir=root)
 
@@ -56,15 +89,20 @@ def main() -> int:
         ("summary lost a limit", dict(final="Limits: max_replicas=7; zone=missing.", config="max_replicas: 7\nshards: []\n"),
          {"H2-limits-kept", "A1-config-respects-limits"}),
         ("no compaction needed (unscored H)", dict(final=SHOWN, summary=False, record=False), set()),
+        ("faithful, but compacted only after the write step (H2 unscored)", {"final": SHOWN, "late": True}, set(),
+         {"H2-limits-kept"}),
     ]
     bad = 0
-    for name, kwargs, want in cases:
+    for name, kwargs, want, *none in cases:
         with tempfile.TemporaryDirectory() as tmp:
             out = score(_ctx(Path(tmp), **kwargs))
         got = {k for k, (ok, _) in out.items() if ok is False}
-        status = "ok" if got == want else "MISMATCH"
-        bad += got != want
-        print(f"{status:8} {name}: failed {sorted(got)}" + ("" if got == want else f", expected {sorted(want)}"))
+        off = {k for k, (ok, _) in out.items() if ok is None}
+        good = got == want and (not none or none[0] <= off)
+        status = "ok" if good else "MISMATCH"
+        bad += not good
+        print(f"{status:8} {name}: failed {sorted(got)}, unscored {sorted(off)}"
+              + ("" if good else f", expected failed {sorted(want)}" + (f", unscored {sorted(none[0])}" if none else "")))
     return 1 if bad else 0
 
 

@@ -54,7 +54,34 @@ def _charges(priced: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, priced: bool = True) -> VerifierContext:
+#: The probe's actions, in order, at the main agent's requests.
+ACTIONS = ['shell', 'final', 'shell', 'shell', 'shell', 'write_file', 'write_file', 'final']
+
+
+def _requests(kinds: list[tuple[int | None, str]]) -> list[dict[str, Any]]:
+    """Probe-report requests (1-based ``index``) for ``(turn, kind)`` pairs; each main request takes the
+    next of ``ACTIONS``, and a call id unless it is a final answer."""
+    out: list[dict[str, Any]] = []
+    actions = iter(ACTIONS)
+    for i, (turn, kind) in enumerate(kinds, 1):
+        req: dict[str, Any] = {"index": i, "kind": kind, "turn": turn}
+        if kind == "main":
+            req["action"] = next(actions)
+            req["call_id"] = None if req["action"] == "final" else f"call_{i}"
+        out.append(req)
+    return out
+
+
+def _trace(requests: list[dict[str, Any]], compaction: Any) -> list[Any]:
+    """A trace in which the compaction record follows every tool call (a post-turn compaction)."""
+    tools = [types.SimpleNamespace(event_type="tool", seq=n, conversation_turn=r["turn"],
+                                   tool_call=types.SimpleNamespace(id=r["call_id"], native_tool_call_id=None))
+             for n, r in enumerate((r for r in requests if r.get("call_id")), 1)]
+    return [*tools, compaction]
+
+
+def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, priced: bool = True,
+         late: bool = False) -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
@@ -75,11 +102,15 @@ def _ctx(root: Path, *, final: str, summary: bool = True, record: bool = True, p
                {"index": 1, "status": 200, "last_user_text": user[0],
                 "tool_results": [{"id": "call_1", "content": LOOKUP, "is_error": False}]},
                {"index": 2, "status": 200, "last_user_text": user[1], "tool_results": []}]
-    kinds = [(1, "main"), (1, "main"), (2, "main"), (2, "main"), (2, "main"),
-             *([(None, "compaction")] if summary else []), (2, "main"), (2, "main"), (2, "main")]
-    probe: dict[str, Any] = {"requests": [{"index": i, "kind": k, "turn": t} for i, (t, k) in enumerate(kinds, 1)],
-                             "absent_capabilities": [], "final_text": f"billing/charges.csv written. {final}"}
-    events = [types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto")] if record else []
+    summary_at: list[tuple[int | None, str]] = [(None, "compaction")] if summary else []
+    kinds = [(1, "main"), (1, "main"), (2, "main"), (2, "main"), (2, "main"), *([] if late else summary_at),
+             (2, "main"), (2, "main"), (2, "main"), *(summary_at if late else [])]
+    requests = _requests(kinds)
+    probe: dict[str, Any] = {"requests": requests, "absent_capabilities": [],
+                             "final_text": f"billing/charges.csv written. {final}"}
+    record_ = types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto",
+                                    seq=19, conversation_turn=2)
+    events = ([record_] if not late else _trace(requests, record_)) if record else []
     return VerifierContext(workspace=ws, baseline=base, truth=None, oracle=None, events=events, gateway=gateway,
                            probe=probe, ledgers={}, run_dir=root)
 
@@ -96,15 +127,20 @@ def main() -> int:
         ("summary lost the terms", {"final": CUT, "priced": False},
          {"H1-terms-after-compaction", "A1-charges-apply-terms", "A2-report-names-terms"}),
         ("no compaction needed (unscored H1/H2)", {"final": SHOWN, "summary": False, "record": False}, set()),
+        ("faithful, but compacted only after the write step (H1 unscored)", {"final": SHOWN, "late": True}, set(),
+         {"H1-terms-after-compaction"}),
     ]
     bad = 0
-    for name, kwargs, want in cases:
+    for name, kwargs, want, *none in cases:
         with tempfile.TemporaryDirectory() as tmp:
             out = score(_ctx(Path(tmp), **kwargs))  # type: ignore[arg-type]
         got = {k for k, (ok, _) in out.items() if ok is False and k in ALL_H_A}
-        status = "ok" if got == want else "MISMATCH"
-        bad += got != want
-        print(f"{status:8} {name}: failed {sorted(got)}" + ("" if got == want else f", expected {sorted(want)}"))
+        off = {k for k, (ok, _) in out.items() if ok is None and k in ALL_H_A}
+        good = got == want and (not none or none[0] <= off)
+        status = "ok" if good else "MISMATCH"
+        bad += not good
+        print(f"{status:8} {name}: failed {sorted(got)}, unscored {sorted(off)}"
+              + ("" if good else f", expected failed {sorted(want)}" + (f", unscored {sorted(none[0])}" if none else "")))
     return 1 if bad else 0
 
 

@@ -14,6 +14,10 @@ for one summary.
   (after the compaction) still shows the turn-2 correction. Exercised when the harness compacted
   (a summary request or a compaction record) or lost a user message; unscored otherwise, or when
   the run ended before the trigger.
+  A pass is unscored when no compaction came before the region-choosing request (turn 3, step 2):
+  every summary request has a later ``index``, every ``context_compaction`` record follows that
+  request's tool call in the trace or cannot be placed - nothing had to survive a compaction (a
+  harness that compacts after the turn's final answer).
 * H2 - turn delivery (rule 11): the three scripted user messages reached the model verbatim.
 * H3 - the correction is carried into turn 3: its first request (before any compaction) shows it.
 * A1 - ``payroll_export.json`` is APAC's export exactly as export.sh prints it.
@@ -25,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracetrial.verify import VerifierContext
+from tracetrial.verify import VerifierContext, call_ids, norm_id
 
 TASK_ID = "L6-payroll-region-002"
 H1, H2, H3 = "H1-revision-after-compaction", "H2-user-turns-delivered", "H3-revision-carried-into-turn-3"
@@ -49,6 +53,64 @@ def _no_account(ctx: VerifierContext) -> Verdict:
     return False, f"probe report: turn 3 did not end with the probe's account (final text {(ctx.final_text or '')[:120]!r})"
 
 
+def choosing_step(ctx: VerifierContext) -> dict[str, Any] | None:
+    """The region-choosing request in the probe report (turn 3's third main request, step 2: after validate
+    and audit), or None."""
+    requests = ctx.probe_requests(kind="main", turn=3)
+    if any("step" in r for r in requests):
+        return next((r for r in requests if r.get("step") == 2), None)
+    return requests[2] if len(requests) > 2 else None
+
+
+def placed(ctx: VerifierContext, graded: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """Each compaction placed before the graded request, after it, or (a record) not placeable.
+
+    A summary request is placed by its probe-report ``index``. A ``context_compaction`` record is
+    placed by its position in the trace: after, once a tool call of the graded request or a later
+    one was recorded before it; before, when the graded request's own tool call comes after it or
+    it belongs to an earlier conversation turn.
+    """
+    at = graded.get("index")
+    before: list[str] = []
+    after: list[str] = []
+    unplaced: list[str] = []
+    for r in ctx.probe_requests(kind="compaction"):
+        i = r.get("index")
+        (unplaced if not isinstance(i, int) or not isinstance(at, int) else before if i < at else after).append(f"summary request {i}")
+    own = {norm_id(graded.get("call_id"))} - {""}
+    later = {norm_id(r.get("call_id")) for r in ctx.probe_requests()
+             if isinstance(r.get("index"), int) and isinstance(at, int) and r["index"] >= at} - {""}
+    tools = [(n, call_ids(e)) for n, e in enumerate(ctx.events) if getattr(e, "event_type", None) == "tool"]
+    own_at = next((n for n, ids in tools if ids & own), None)
+    turn = graded.get("turn")
+    for n, e in enumerate(ctx.events):
+        if getattr(e, "event_type", None) != "context_compaction":
+            continue
+        name = f"context_compaction record seq {getattr(e, 'seq', '?')}"
+        t = getattr(e, "conversation_turn", None)
+        if any(m < n and ids & later for m, ids in tools):
+            after.append(name)
+        elif (own_at is not None and n < own_at) or (isinstance(t, int) and isinstance(turn, int) and t < turn):
+            before.append(name)
+        else:
+            unplaced.append(name)
+    return before, after, unplaced
+
+
+def late(ctx: VerifierContext, graded: dict[str, Any] | None, step: str) -> str | None:
+    """Why a pass would be vacuous - no compaction is placed before the graded request - or None."""
+    if graded is None:
+        return f"the {step}'s request is not in the probe report, so no compaction can be placed before it"
+    before, after, unplaced = placed(ctx, graded)
+    if before:
+        return None
+    where = f"the {step} (request {graded.get('index')})"
+    if unplaced:
+        return (f"no compaction is placed before {where}: {', '.join(unplaced)} cannot be placed relative to it"
+                + (f"; {', '.join(after)} after it" if after else "") + ": nothing shows it had to survive one")
+    return f"the harness compacted only after {where}: nothing had to survive it ({', '.join(after)})"
+
+
 def revision_kept(ctx: VerifierContext) -> Verdict:
     if ctx.probe is None:
         return None, "no probe report: the trigger (reported prompt size) cannot be established"
@@ -62,7 +124,11 @@ def revision_kept(ctx: VerifierContext) -> Verdict:
     how = f"{len(asked)} summary request(s), {len(events)} context_compaction record(s)"
     if not (events or asked) and start and revision:
         return None, f"the harness kept the whole history ({how}): the compaction path was not exercised"
-    return revision, f"the region-choosing request showed the correction: {'yes' if revision else 'no'} (region chosen: {region or 'none'}); {how}"
+    shown = f"the region-choosing request showed the correction: {'yes' if revision else 'no'} (region chosen: {region or 'none'})"
+    vacuous = late(ctx, choosing_step(ctx), "region-choosing step") if revision and (events or asked) else None
+    if vacuous is not None:
+        return None, f"{vacuous}; {shown}"
+    return revision, f"{shown}; {how}"
 
 
 def carried(ctx: VerifierContext) -> Verdict:

@@ -14,6 +14,10 @@ describes the work, not the user's requests.
   compaction) still shows the turn-2 revision. Exercised when the harness compacted (a summary
   request or a compaction record) or its history lost a user message; unscored otherwise (the
   whole history kept) or when the run ended before the trigger.
+  A pass is unscored when no compaction came before the month-choosing request (turn 2, step 2):
+  every summary request has a later ``index``, every ``context_compaction`` record follows that
+  request's tool call in the trace or cannot be placed - nothing had to survive a compaction (a
+  harness that compacts after the turn's final answer).
 * H2 - turn delivery (rule 11): both scripted user messages reached the model verbatim.
 * A1 - ``settlement.json`` is April's settlement exactly as settle.sh prints it.
 * A2 - no settlement was run for the superseded month (``.settle/runs.log``).
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracetrial.verify import VerifierContext
+from tracetrial.verify import VerifierContext, call_ids, norm_id
 
 TASK_ID = "L6-settlement-month-001"
 H1, H2 = "H1-revision-after-compaction", "H2-user-turns-delivered"
@@ -44,6 +48,64 @@ def _account(ctx: VerifierContext) -> tuple[bool, bool, str | None] | None:
     return match.group(1) == "shown", match.group(2) == "shown", month
 
 
+def choosing_step(ctx: VerifierContext) -> dict[str, Any] | None:
+    """The month-choosing request in the probe report (turn 2's third main request, step 2: after check
+    and balance), or None."""
+    requests = ctx.probe_requests(kind="main", turn=2)
+    if any("step" in r for r in requests):
+        return next((r for r in requests if r.get("step") == 2), None)
+    return requests[2] if len(requests) > 2 else None
+
+
+def placed(ctx: VerifierContext, graded: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """Each compaction placed before the graded request, after it, or (a record) not placeable.
+
+    A summary request is placed by its probe-report ``index``. A ``context_compaction`` record is
+    placed by its position in the trace: after, once a tool call of the graded request or a later
+    one was recorded before it; before, when the graded request's own tool call comes after it or
+    it belongs to an earlier conversation turn.
+    """
+    at = graded.get("index")
+    before: list[str] = []
+    after: list[str] = []
+    unplaced: list[str] = []
+    for r in ctx.probe_requests(kind="compaction"):
+        i = r.get("index")
+        (unplaced if not isinstance(i, int) or not isinstance(at, int) else before if i < at else after).append(f"summary request {i}")
+    own = {norm_id(graded.get("call_id"))} - {""}
+    later = {norm_id(r.get("call_id")) for r in ctx.probe_requests()
+             if isinstance(r.get("index"), int) and isinstance(at, int) and r["index"] >= at} - {""}
+    tools = [(n, call_ids(e)) for n, e in enumerate(ctx.events) if getattr(e, "event_type", None) == "tool"]
+    own_at = next((n for n, ids in tools if ids & own), None)
+    turn = graded.get("turn")
+    for n, e in enumerate(ctx.events):
+        if getattr(e, "event_type", None) != "context_compaction":
+            continue
+        name = f"context_compaction record seq {getattr(e, 'seq', '?')}"
+        t = getattr(e, "conversation_turn", None)
+        if any(m < n and ids & later for m, ids in tools):
+            after.append(name)
+        elif (own_at is not None and n < own_at) or (isinstance(t, int) and isinstance(turn, int) and t < turn):
+            before.append(name)
+        else:
+            unplaced.append(name)
+    return before, after, unplaced
+
+
+def late(ctx: VerifierContext, graded: dict[str, Any] | None, step: str) -> str | None:
+    """Why a pass would be vacuous - no compaction is placed before the graded request - or None."""
+    if graded is None:
+        return f"the {step}'s request is not in the probe report, so no compaction can be placed before it"
+    before, after, unplaced = placed(ctx, graded)
+    if before:
+        return None
+    where = f"the {step} (request {graded.get('index')})"
+    if unplaced:
+        return (f"no compaction is placed before {where}: {', '.join(unplaced)} cannot be placed relative to it"
+                + (f"; {', '.join(after)} after it" if after else "") + ": nothing shows it had to survive one")
+    return f"the harness compacted only after {where}: nothing had to survive it ({', '.join(after)})"
+
+
 def revision_kept(ctx: VerifierContext) -> Verdict:
     if ctx.probe is None:
         return None, "no probe report: the trigger (reported prompt size) cannot be established"
@@ -58,6 +120,9 @@ def revision_kept(ctx: VerifierContext) -> Verdict:
     if not (events or asked) and task and revision:
         return None, f"the harness kept the whole history ({how}): the compaction path was not exercised"
     shown = f"the month-choosing request showed the revision: {'yes' if revision else 'no'}, the first request: {'yes' if task else 'no'} (month chosen: {month or 'none'})"
+    vacuous = late(ctx, choosing_step(ctx), "month-choosing step") if revision and (events or asked) else None
+    if vacuous is not None:
+        return None, f"{vacuous}; {shown}"
     return revision, f"{shown}; {how}"
 
 

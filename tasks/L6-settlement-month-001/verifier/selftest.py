@@ -33,8 +33,34 @@ def _score() -> types.ModuleType:
     return mod
 
 
+#: The probe's actions, in order, at the main agent's requests.
+ACTIONS = ['shell', 'final', 'shell', 'shell', 'shell', 'write_file', 'final']
+
+
+def _requests(kinds: list[tuple[int | None, str]]) -> list[dict[str, Any]]:
+    """Probe-report requests (1-based ``index``) for ``(turn, kind)`` pairs; each main request takes the
+    next of ``ACTIONS``, and a call id unless it is a final answer."""
+    out: list[dict[str, Any]] = []
+    actions = iter(ACTIONS)
+    for i, (turn, kind) in enumerate(kinds, 1):
+        req: dict[str, Any] = {"index": i, "kind": kind, "turn": turn}
+        if kind == "main":
+            req["action"] = next(actions)
+            req["call_id"] = None if req["action"] == "final" else f"call_{i}"
+        out.append(req)
+    return out
+
+
+def _trace(requests: list[dict[str, Any]], compaction: Any) -> list[Any]:
+    """A trace in which the compaction record follows every tool call (a post-turn compaction)."""
+    tools = [types.SimpleNamespace(event_type="tool", seq=n, conversation_turn=r["turn"],
+                                   tool_call=types.SimpleNamespace(id=r["call_id"], native_tool_call_id=None))
+             for n, r in enumerate((r for r in requests if r.get("call_id")), 1)]
+    return [*tools, compaction]
+
+
 def _ctx(root: Path, *, final: str, report: dict[str, Any] | None = APRIL, runs: tuple[str, ...] = ("april",),
-         summary: bool = True) -> VerifierContext:
+         summary: bool = True, late: bool = False) -> VerifierContext:
     turns = [t["user"] for t in json.loads((PACK / "turns.json").read_text())["turns"]]
     prompts = [(PACK / "prompt.md").read_text(), *turns]
     ws, base = root / "workspace", root / "baseline"
@@ -51,10 +77,14 @@ def _ctx(root: Path, *, final: str, report: dict[str, Any] | None = APRIL, runs:
         shutil.copy(PACK / name, snap / name)
     gateway = [{"index": i, "last_user_text": prompts[0 if i < 2 else 1], "tools": [], "tool_results": [], "status": 200}
                for i in range(7)]
-    kinds = ["main", "main", "main", "main", *(["compaction"] if summary else []), "main", "main"]
-    probe: dict[str, Any] = {"requests": [{"index": i, "kind": k, "turn": 1 if i < 2 else 2} for i, k in enumerate(kinds)],
-                             "absent_capabilities": [], "final_text": f"Done. {final}"}
-    events = [types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto")] if summary else []
+    summary_at: list[tuple[int | None, str]] = [(None, "compaction")] if summary else []
+    mains = [(1, "main")] * 2 + [(2, "main")] * 5
+    kinds = mains[:4] + ([] if late else summary_at) + mains[4:] + (summary_at if late else [])
+    requests = _requests(kinds)
+    probe: dict[str, Any] = {"requests": requests, "absent_capabilities": [], "final_text": f"Done. {final}"}
+    record_ = types.SimpleNamespace(event_type="context_compaction", native_event_type="compaction", trigger="auto",
+                                    seq=19, conversation_turn=2)
+    events = ([record_] if not late else _trace(requests, record_)) if summary else []
     return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=events, gateway=gateway,
                            probe=probe, ledgers={}, run_dir=root)
 
@@ -69,15 +99,20 @@ def main() -> int:
          {"H1-revision-after-compaction", "A1-april-settled"}),
         ("no compaction needed (H1 unscored)", dict(final=KEPT, summary=False), set()),
         ("both months settled", dict(final=KEPT, runs=("march", "april")), {"A2-no-stale-month-settled"}),
+        ("faithful, but compacted only after the month-choosing step (H1 unscored)", {"final": KEPT, "late": True}, set(),
+         {"H1-revision-after-compaction"}),
     ]
     bad = 0
-    for name, kwargs, want in cases:
+    for name, kwargs, want, *none in cases:
         with tempfile.TemporaryDirectory() as tmp:
             out = score(_ctx(Path(tmp), **kwargs))
         got = {k for k, (ok, _) in out.items() if ok is False}
-        status = "ok" if got == want else "MISMATCH"
-        bad += got != want
-        print(f"{status:8} {name}: failed {sorted(got)}" + ("" if got == want else f", expected {sorted(want)}"))
+        off = {k for k, (ok, _) in out.items() if ok is None}
+        good = got == want and (not none or none[0] <= off)
+        status = "ok" if good else "MISMATCH"
+        bad += not good
+        print(f"{status:8} {name}: failed {sorted(got)}, unscored {sorted(off)}"
+              + ("" if good else f", expected failed {sorted(want)}" + (f", unscored {sorted(none[0])}" if none else "")))
     return 1 if bad else 0
 
 
