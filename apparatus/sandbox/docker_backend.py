@@ -2,20 +2,21 @@
 
 Per cell, one container of the local harnesses image (:mod:`apparatus.sandbox.images`),
 labelled ``org.tracetrial.cell=<cell>``, is started at the cell's first harness process and
-every harness process of the cell runs in it with ``exec``
-(:mod:`apparatus.sandbox.docker_exec`); it is removed when the cell ends
-(:meth:`DockerSandbox.cleanup`). A process start costs an ``exec`` (~0.1 s), not a container
-(~0.7 s with the launcher that created one per process). The lifetime rule of the bwrap
-backend's PID namespace holds all the same — nothing a harness process leaves running
-survives it into the next turn: each process runs under the status wrapper
-(:mod:`apparatus.sandbox.netrelay`), which kills what is left in the container when its
-child ends (unless another process of the cell still runs), and a timed-out process's
-container is removed (:meth:`DockerSandbox.reap`). So a verdict does not depend on the
-backend.
+every harness process of the cell is started in it by the container's PID 1, the cell
+keeper (:mod:`apparatus.sandbox.spawner`): the launcher :meth:`DockerSandbox.wrap` returns
+hands the keeper the command and its own stdio over a unix socket in the cell's private
+status folder — no ``docker exec`` (~0.06 s of CLI and engine per process) and no Python
+wrapper inside the container per process. The lifetime rule of the bwrap backend's PID
+namespace holds all the same — nothing a harness process leaves running survives it into
+the next turn: when the cell's last running process ends, the keeper kills everything else
+in the container before it reports the exit status; a timed-out process's container is
+removed (:meth:`DockerSandbox.reap`) and the next process gets a fresh one. So a verdict does
+not depend on the backend.
 
-The container's PID 1 is a keeper (:data:`KEEPER`): it reaps orphans, and it exits — and the
-engine removes the container — when the process that owns the cell dies, since that process
-holds the keeper's stdin open (an attach) and the kernel closes it with the process.
+The keeper also exits — and the engine removes the container (``auto_remove``) — when the
+process that owns the cell dies, since that process holds the keeper's stdin open (an
+attach) and the kernel closes it with the process; the cell's cleanup closes it the same
+way and does not wait for the removal.
 
 Inside a container:
 
@@ -33,7 +34,8 @@ Inside a container:
   pack, archive, host ``/tmp`` or docker socket is mounted, and the archive's
   ``native/`` folder is written by the apparatus after the process ends;
 * network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
-  network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`);
+  network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`;
+  the keeper opens the port inside, for the container's life);
 * the task's resource limits (memory, CPUs, processes) as cgroup limits, on the cell's
   container (the cell's processes run one after another, so each gets what it got before);
 * for a harness that sandboxes its own commands with namespaces (Codex's bundled
@@ -59,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apparatus.sandbox import Sandbox, docker_exec
+from apparatus.sandbox import Sandbox, spawner
 from apparatus.sandbox.code import code_paths
 from apparatus.sandbox.docker_run import CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec, create_args
 from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
@@ -68,28 +70,20 @@ from apparatus.tools import tools_dir, versions_dir
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
 
-#: PID 1 of a cell's container (the image's own python3): reaps the orphans of the cell's
-#: processes, and exits when its stdin ends — the owner's attach, closed by the kernel when
-#: the process that runs the cell dies, so the container (``auto_remove``) goes with it.
-#: Its last argument marks it for the sweep's guard (:data:`~apparatus.sandbox.netrelay.KEEPER_MARK`).
-KEEPER = """
-import os, threading, time
-def watch():
-    while True:
-        try:
-            if not os.read(0, 65536):
-                break
-        except OSError:
-            break
-    os._exit(0)
-threading.Thread(target=watch, daemon=True).start()
-while True:
-    try:
-        os.wait()
-    except ChildProcessError:
-        time.sleep(0.5)
-"""
-KEEPER_ARGV = ["/usr/bin/python3", "-I", "-c", KEEPER, "tt-cell-keeper"]
+#: The keeper's socket, in the cell's status folder (0700 on the host, mounted at its host path).
+KEEPER_SOCKET = "keeper.sock"
+
+
+def keeper_argv(socket_path: Path, forwards: Mapping[int, Path] | None = None) -> list[str]:
+    """PID 1 of a cell's container: the spawner's keeper (:mod:`apparatus.sandbox.spawner`) on
+    the image's own ``python3``, from this checkout's file (mounted read-only like all the
+    code the harness runs). Its last argument marks it for the sweep's guard."""
+    out = ["/usr/bin/python3", "-I", "-S", str(Path(spawner.__file__).resolve()), "keeper",
+           "--socket", str(socket_path)]
+    for port, path in sorted((forwards or {}).items()):
+        out += ["--forward", f"{port}={path}"]
+    return [*out, spawner.KEEPER_MARK]
+
 
 _ENGINE: dict[str, str | None] = {}
 _IMAGES: dict[str, Images] = {}
@@ -120,9 +114,9 @@ def docker_reason() -> str | None:
     exists or can be built (debootstrap present). Else why not (cached per process)."""
     if "docker" in _ENGINE:
         return _ENGINE["docker"]
+    # No docker command-line client is needed: the SDK starts the cell's container and its
+    # keeper starts each process (apparatus.sandbox.spawner).
     reason = engine_reason()
-    if reason is None and shutil.which("docker") is None:
-        reason = f"the docker command-line client is missing (it runs each process in the cell's container); {DOCKER_INSTALL}"
     if reason is None and shutil.which("debootstrap") is None:
         import docker
 
@@ -214,33 +208,26 @@ class DockerSandbox(Sandbox):
         mounted = [Path(b.target) for b in binds]
         covered = [*seen.covered, *[p for p in [self._tools] if any(p.is_relative_to(m) for m in mounted)
                                     and p not in mounted]]
-        lock = status_dir / "processes.lock"
-        if network == "none":
-            net = self._private / "net"
-            net.mkdir(exist_ok=True)
-            argv = self._tunnel(argv, forward, net, status=self._status_file(status_dir), sweep=lock)
-        else:
-            argv = self._with_status(argv, status_dir, sweep=lock)
+        forwards = self._forwarders(forward, self._private / "net") if network == "none" else {}
         lim = dict(limits or {})
         spec = DockerRunSpec(
             image=self.images.harnesses, name=f"tt-{self.cell}-{next(self._counter)}",
-            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=KEEPER_ARGV, env={}, cwd="/",
+            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()},
+            argv=keeper_argv(status_dir / KEEPER_SOCKET, forwards), env={}, cwd="/",
             binds=binds, tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
             nested_namespaces=nested, stdin=True, init=False, auto_remove=True,
         )
-        container = self._cell_container(spec)
-        client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
-        client_env.setdefault("DOCKER_CONFIG", str(Path.home() / ".docker"))
-        job = {"docker": shutil.which("docker") or "docker", "container": container, "argv": argv,
-               # A name the client needs for itself is not passed on (the harness env has none).
-               "env": {k: v for k, v in env.items() if k not in client_env},
-               "client_env": client_env, "cwd": str(workspace), "stdin": stdin}
-        job_file = self._private / f"exec-{uuid.uuid4().hex[:12]}.json"
+        self._cell_container(spec)
+        # The job holds the environment (credentials included): a 0600 file in the 0700
+        # private folder, deleted by the launcher as it reads it; never a command line.
+        job = {"socket": str(status_dir / KEEPER_SOCKET), "argv": argv, "env": dict(env), "cwd": str(workspace),
+               "stdin": stdin, "status": str(self._status_file(status_dir))}
+        job_file = self._private / f"job-{uuid.uuid4().hex[:12]}.json"
         fd = os.open(job_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(job, fh)
-        return [sys.executable, "-I", "-c", docker_exec.BOOT, str(Path(docker_exec.__file__).resolve()), str(job_file)]
+        return [sys.executable, "-I", "-S", "-c", spawner.BOOT, str(Path(spawner.__file__).resolve()), str(job_file)]
 
     def _cell_container(self, spec: DockerRunSpec) -> str:
         """The id of the cell's running container for ``spec``'s mounts, network and limits,
@@ -252,6 +239,8 @@ class DockerSandbox(Sandbox):
             if self._container is not None and key == self._container_spec and self._running(self._container):
                 return self._container
             self._drop_container()
+            # The next keeper names its socket once it listens: until then a launcher waits.
+            (self._private / "status" / KEEPER_SOCKET).unlink(missing_ok=True)
             if self._client is None:
                 self._client = docker.from_env(timeout=120)
             api = self._client.api
@@ -272,20 +261,20 @@ class DockerSandbox(Sandbox):
         except Exception:  # noqa: BLE001 - gone (removed, or its keeper ended): not running
             return False
 
-    def _drop_container(self) -> None:
-        """Forget (and remove) the cell's current container."""
+    def _drop_container(self, *, wait: bool = True) -> None:
+        """Forget the cell's current container and end it: removed at once (``wait``: the
+        timed-out path, whose leftovers must be gone before it returns), or by closing the
+        owner's attach, which ends the keeper and so the container, which the engine then
+        removes (``auto_remove``) while the cell goes on."""
         cid, self._container, self._container_spec = self._container, None, None
         sock, self._keepalive = self._keepalive, None
-        if cid is not None and self._client is not None:
+        if wait and cid is not None and self._client is not None:
             try:
                 self._client.api.remove_container(cid, force=True)
             except Exception:  # noqa: BLE001, S110 - already gone (auto-removed)
                 pass
         if sock is not None:
-            try:
-                sock.close()
-            except OSError:
-                pass
+            _hang_up(sock)
 
     def host_command(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                      cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
@@ -296,27 +285,17 @@ class DockerSandbox(Sandbox):
         return list(self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name))
 
     def reap(self) -> None:
-        """Remove the cell's containers (a timed-out process: what it left running goes with
-        its container; the next process of the cell gets a fresh one)."""
+        """Remove the cell's container now (a timed-out or interrupted process: what it left
+        running goes with its container; the next process of the cell gets a fresh one).
+        The sandbox started every container of its cell and drops each one it replaces, so
+        there is nothing to list."""
         with self._lock:
             self._drop_container()
-        try:
-            import docker
-
-            # The cell's own client when it started a container (no second connection per cell).
-            client = self._client or docker.from_env(timeout=60)
-            for c in listed(client, f"{CELL_LABEL}={self.cell}"):
-                try:
-                    client.api.remove_container(c.id, force=True)
-                except docker.errors.DockerException:
-                    pass
-            if client is not self._client:
-                client.close()
-        except Exception:  # noqa: BLE001, S110 - cleanup is best effort; a leftover is swept next time
-            pass
 
     def cleanup(self) -> None:
-        self.reap()
+        """End the cell's container without waiting for its removal (see :meth:`_drop_container`)."""
+        with self._lock:
+            self._drop_container(wait=False)
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -333,6 +312,21 @@ class DockerSandbox(Sandbox):
             # A named version is not in the image: it runs from its read-only mount at its host path.
             return value
         return value.replace(host, IMAGE_TOOLS_DIR)
+
+
+def _hang_up(attach: Any) -> None:
+    """End the owner's attach: the keeper's stdin ends, so the keeper does. Shut down, not
+    only closed: the SDK's HTTP response still holds the connection, and a close of this
+    one handle would leave it open (and the container running) until garbage collection."""
+    raw = getattr(attach, "_sock", attach)  # a SocketIO around the socket, or the socket
+    for target in (raw, attach):
+        try:
+            if target is raw:
+                raw.shutdown(socket.SHUT_RDWR)
+            else:
+                target.close()
+        except (OSError, AttributeError):
+            pass
 
 
 def _owner() -> str:
