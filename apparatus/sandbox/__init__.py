@@ -82,6 +82,13 @@ class Sandbox(ABC):
     def prepare(self) -> None:
         """Get ready before the cell's clock starts (the docker backend builds its image)."""
 
+    def scratch(self, prefix: str) -> Path:
+        """A new private folder (0700) for the cell's scratch (workspace, HOME), which the cell
+        removes when done. The docker backend hands out the folder its container mounts."""
+        from apparatus import tempstate
+
+        return tempstate.mkdtemp(prefix)
+
     def reap(self) -> None:
         """Stop whatever the last wrapped command left running outside its process group."""
 

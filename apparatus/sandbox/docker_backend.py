@@ -18,6 +18,16 @@ process that owns the cell dies, since that process holds the keeper's stdin ope
 attach) and the kernel closes it with the process; the cell's cleanup closes it the same
 way and does not wait for the removal.
 
+Each container mounts one cell folder (0700) read-write at its host path: the keeper's
+socket, the host bridge's and the tunnel's sockets and, for a cell, its scratch
+(:meth:`DockerSandbox.scratch`: workspace and HOME). So a container does not depend on
+anything of a cell but that folder's path, and when a cell ends the next one's is started in
+the background with a fresh folder (:func:`_warm_next`: same image, code mounts, covers,
+network, limits and nesting as the cell that ended); the next cell takes it over, and its
+first process does not wait for a container's create and start. A cell whose first process
+needs another container (other limits, network, nesting) ends the waiting one and starts
+its own. A waiting container dies with the process that started it, like any other.
+
 Inside a container:
 
 * the pinned harness CLIs come from the image (:data:`~apparatus.sandbox.images.IMAGE_TOOLS_DIR`;
@@ -161,15 +171,24 @@ class DockerSandbox(Sandbox):
         self._tools = tools_dir().resolve()
         self._versions = versions_dir().resolve()
         self._counter = itertools.count(1)
+        # Host only (never mounted): the launchers' job files (they hold the environment)
+        # and the exit-status files the launchers write.
         self._private = Path(tempfile.mkdtemp(prefix="tt-docker-"))
         os.chmod(self._private, 0o700)
         (self._private / "status").mkdir()
+        # The cell's folder (0700, mounted read-write at its host path): the keeper's socket,
+        # the bridge's and the tunnel's sockets and — when the cell asks for it
+        # (:meth:`scratch`) — the cell's scratch. One folder per container, so a container
+        # can be started before the cell that uses it exists (:func:`_warm_next`).
+        self._home: Path | None = None
+        self._home_given = False
         self._bridge: Any = None
         self._client: Any = None
         # The cell's running container: its id, the spec it was made from (a process that
         # needs other mounts, network or limits gets a new one) and the owner's attach.
         self._container: str | None = None
         self._container_spec: str | None = None
+        self._spec: DockerRunSpec | None = None
         self._keepalive: Any = None
         self._lock = threading.Lock()
 
@@ -182,6 +201,31 @@ class DockerSandbox(Sandbox):
         if self.images is None:
             self.images = ensure_images()
 
+    def scratch(self, prefix: str) -> Path:
+        """The cell's folder itself: its scratch is mounted with the container made for it,
+        possibly before the cell began (a warm container, :func:`_warm_next`). The cell
+        removes it when it is done with it (the sandbox's cleanup leaves it)."""
+        with self._lock:
+            home = self._ensure_home()
+            self._home_given = True
+        return home
+
+    def _ensure_home(self) -> Path:
+        """The cell's folder: a warm container's (taken over with its container and cell id)
+        or a new one. Called under ``self._lock``."""
+        if self._home is None:
+            warm = _claim_warm()
+            if warm is not None:
+                self.cell, self._home = warm.cell, warm.home
+                self._container, self._container_spec, self._keepalive = warm.cid, warm.key, warm.attach
+                self._spec = warm.spec
+                next(self._counter)
+            else:
+                from apparatus import tempstate
+
+                self._home = tempstate.mkdtemp("tt-cell-")
+        return self._home
+
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], writable: Sequence[Path],
              hidden: Sequence[Path], network: str = "loopback", forward: Sequence[int] = (),
              limits: Mapping[str, float | int | None] | None = None, nested: bool = False,
@@ -190,14 +234,14 @@ class DockerSandbox(Sandbox):
         assert self.images is not None
         argv = [self._image_path(a) for a in argv]
         env = {k: self._image_path(v) for k, v in env.items()}
-        status_dir = self._private / "status"
-        extra = [status_dir] + ([self._bridge.dir] if self._bridge is not None else [])
-        if network == "none" and forward:
-            (self._private / "net").mkdir(exist_ok=True)
-            extra.append(self._private / "net")
+        with self._lock:
+            home = self._ensure_home()
+        # The cell's folder holds the sockets (keeper, bridge, tunnel) and usually the scratch:
+        # one mount, the same for every cell but for its path.
+        outside = [p for p in writable if not Path(p).resolve().is_relative_to(home)]
         # The same policy as bwrap (apparatus.sandbox.policy); the image stands in for the
         # host's system folders, and its copy of the CLIs for the host's install.
-        seen = exposure([*writable, *extra], hidden, code=[p for p in code_paths() if p != self._tools])
+        seen = exposure([*outside, home], hidden, code=[p for p in code_paths() if p != self._tools])
         binds = [Bind(source=str(p), target=str(p), read_only=True) for p in seen.code]
         binds += [Bind(source=str(p), target=str(p), read_only=False) for p in seen.writable]
         workspace = Path(cwd).resolve()
@@ -208,12 +252,14 @@ class DockerSandbox(Sandbox):
         mounted = [Path(b.target) for b in binds]
         covered = [*seen.covered, *[p for p in [self._tools] if any(p.is_relative_to(m) for m in mounted)
                                     and p not in mounted]]
-        forwards = self._forwarders(forward, self._private / "net") if network == "none" else {}
+        if network == "none" and forward:
+            (home / "net").mkdir(exist_ok=True)
+        forwards = self._forwarders(forward, home / "net") if network == "none" else {}
         lim = dict(limits or {})
         spec = DockerRunSpec(
             image=self.images.harnesses, name=f"tt-{self.cell}-{next(self._counter)}",
             labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()},
-            argv=keeper_argv(status_dir / KEEPER_SOCKET, forwards), env={}, cwd="/",
+            argv=keeper_argv(home / KEEPER_SOCKET, forwards), env={}, cwd="/",
             binds=binds, tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
             nested_namespaces=nested, stdin=True, init=False, auto_remove=True,
@@ -221,8 +267,8 @@ class DockerSandbox(Sandbox):
         self._cell_container(spec)
         # The job holds the environment (credentials included): a 0600 file in the 0700
         # private folder, deleted by the launcher as it reads it; never a command line.
-        job = {"socket": str(status_dir / KEEPER_SOCKET), "argv": argv, "env": dict(env), "cwd": str(workspace),
-               "stdin": stdin, "status": str(self._status_file(status_dir))}
+        job = {"socket": str(home / KEEPER_SOCKET), "argv": argv, "env": dict(env), "cwd": str(workspace),
+               "stdin": stdin, "status": str(self._status_file(self._private / "status"))}
         job_file = self._private / f"job-{uuid.uuid4().hex[:12]}.json"
         fd = os.open(job_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -234,25 +280,22 @@ class DockerSandbox(Sandbox):
         started (with its keeper attached) when there is none or it was made for others."""
         import docker.errors
 
-        key = spec.model_dump_json(exclude={"name"})
+        key = _key(spec)
         with self._lock:
-            if self._container is not None and key == self._container_spec and self._running(self._container):
-                return self._container
-            self._drop_container()
-            # The next keeper names its socket once it listens: until then a launcher waits.
-            (self._private / "status" / KEEPER_SOCKET).unlink(missing_ok=True)
             if self._client is None:
                 self._client = docker.from_env(timeout=120)
-            api = self._client.api
+            if self._container is not None and key == self._container_spec and self._running(self._container):
+                return self._container
+            # Made for other mounts, network or limits (or ended): ended in the background.
+            self._drop_container(wait=False)
+            assert self._home is not None
+            # The next keeper names its socket once it listens: until then a launcher waits.
+            (self._home / KEEPER_SOCKET).unlink(missing_ok=True)
             try:
-                created = api.create_container(**create_args(spec, api))
-                cid = str(created["Id"])
-                # Attached before the start: the keeper's stdin stays open while we hold this.
-                self._keepalive = api.attach_socket(cid, params={"stdin": 1, "stream": 1})
-                api.start(cid)
+                cid, self._keepalive = _start(self._client.api, spec)
             except docker.errors.DockerException as exc:
                 raise RuntimeError(f"tracetrial docker sandbox: could not start the cell's container: {exc}") from exc
-            self._container, self._container_spec = cid, key
+            self._container, self._container_spec, self._spec = cid, key, spec
             return cid
 
     def _running(self, cid: str) -> bool:
@@ -268,6 +311,7 @@ class DockerSandbox(Sandbox):
         removes (``auto_remove``) while the cell goes on."""
         cid, self._container, self._container_spec = self._container, None, None
         sock, self._keepalive = self._keepalive, None
+        self._spec = None
         if wait and cid is not None and self._client is not None:
             try:
                 self._client.api.remove_container(cid, force=True)
@@ -280,8 +324,10 @@ class DockerSandbox(Sandbox):
                      cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
         from apparatus.sandbox.bridge import HostBridge
 
+        with self._lock:
+            home = self._ensure_home()
         if self._bridge is None:
-            self._bridge = HostBridge()
+            self._bridge = HostBridge(home / "bridge")
         return list(self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name))
 
     def reap(self) -> None:
@@ -293,9 +339,14 @@ class DockerSandbox(Sandbox):
             self._drop_container()
 
     def cleanup(self) -> None:
-        """End the cell's container without waiting for its removal (see :meth:`_drop_container`)."""
+        """End the cell's container without waiting for its removal (see :meth:`_drop_container`),
+        and start the next cell's (:func:`_warm_next`) when this one's fits a cell's layout."""
         with self._lock:
+            template = self._spec if self._home is not None and _reusable(self._spec, self._home) else None
+            home = self._home
             self._drop_container(wait=False)
+        if template is not None and home is not None:
+            _warm_next(template, home)
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -304,6 +355,11 @@ class DockerSandbox(Sandbox):
             self._bridge = None
         self._close_tunnels()
         shutil.rmtree(self._private, ignore_errors=True)
+        if home is not None:
+            if self._home_given:
+                (home / KEEPER_SOCKET).unlink(missing_ok=True)  # the scratch itself is the cell's
+            else:
+                shutil.rmtree(home, ignore_errors=True)
 
     # -- helpers ------------------------------------------------------------------------
     def _image_path(self, value: str) -> str:
@@ -312,6 +368,106 @@ class DockerSandbox(Sandbox):
             # A named version is not in the image: it runs from its read-only mount at its host path.
             return value
         return value.replace(host, IMAGE_TOOLS_DIR)
+
+
+def _key(spec: DockerRunSpec) -> str:
+    """What a container must have been made from to serve ``spec`` (all of it but its name)."""
+    return spec.model_dump_json(exclude={"name"})
+
+
+def _start(api: Any, spec: DockerRunSpec) -> tuple[str, Any]:
+    """Create and start ``spec``'s container; its id and the owner's attach to its keeper."""
+    created = api.create_container(**create_args(spec, api))
+    cid = str(created["Id"])
+    # Attached before the start: the keeper's stdin stays open while we hold this.
+    attach = api.attach_socket(cid, params={"stdin": 1, "stream": 1})
+    api.start(cid)
+    return cid, attach
+
+
+#: Start the next cell's container when a cell ends (:func:`_warm_next`). Off: each cell
+#: starts its own at its first process.
+WARM_NEXT = True
+
+
+@dataclass
+class _Warm:
+    """A started container waiting for the next cell, with its cell folder and cell id."""
+
+    cell: str
+    home: Path
+    cid: str
+    key: str
+    spec: DockerRunSpec
+    attach: Any
+
+
+_WARM: list[_Warm] = []
+_WARMING: list[threading.Thread] = []
+_WARM_LOCK = threading.Lock()
+
+
+def _reusable(spec: DockerRunSpec | None, home: Path) -> bool:
+    """Whether ``spec``'s container fits any cell laid out in its cell folder ``home``: its
+    only writable mounts are in that folder (a cell's scratch and sockets)."""
+    return spec is not None and all(Path(b.source).is_relative_to(home) for b in spec.binds if not b.read_only)
+
+
+def _warm_next(template: DockerRunSpec, home: Path) -> None:
+    """Start, in the background, a container like ``template`` (same image, code mounts,
+    covers, network, limits, nesting) for a new cell folder: the next cell of this process
+    takes it over (:meth:`DockerSandbox._ensure_home`) if its first process needs the same —
+    else it is ended. At most one waits. It dies with this process like any cell's
+    container (the keeper's attach)."""
+    if not WARM_NEXT:
+        return
+    with _WARM_LOCK:
+        if any(t.is_alive() for t in _WARMING) or any(w.key == _key(template) for w in _WARM):
+            return
+        thread = threading.Thread(target=_make_warm, args=(template, home), name="tt-docker-warm", daemon=True)
+        _WARMING[:] = [thread]
+        thread.start()
+
+
+def _make_warm(template: DockerRunSpec, old_home: Path) -> None:
+    from apparatus import tempstate
+
+    try:
+        import docker
+
+        home = tempstate.mkdtemp("tt-cell-")
+        cell = uuid.uuid4().hex[:12]
+        # The template names the old cell's folder in its mounts, keeper socket and tunnel
+        # paths: the same container for another folder is the same text with that folder.
+        text = template.model_dump_json().replace(str(old_home), str(home))
+        spec = DockerRunSpec.model_validate_json(text)
+        spec.labels = {**spec.labels, CELL_LABEL: cell}
+        spec.name = f"tt-{cell}-1"
+        for bind in spec.binds:
+            if Path(bind.source).is_relative_to(home):
+                Path(bind.source).mkdir(parents=True, exist_ok=True)  # e.g. the /workspace alias
+        client = docker.from_env(timeout=120)
+        try:
+            cid, attach = _start(client.api, spec)
+        finally:
+            client.close()  # the attach keeps its own connection
+    except Exception:  # noqa: BLE001 - only a head start: the next cell starts its own
+        return
+    with _WARM_LOCK:
+        stale, _WARM[:] = list(_WARM), [_Warm(cell, home, cid, _key(spec), spec, attach)]
+    for old in stale:
+        _discard(old)
+
+
+def _claim_warm() -> _Warm | None:
+    """The waiting container, taken (``None``: there is none)."""
+    with _WARM_LOCK:
+        return _WARM.pop() if _WARM else None
+
+
+def _discard(warm: _Warm) -> None:
+    _hang_up(warm.attach)
+    shutil.rmtree(warm.home, ignore_errors=True)
 
 
 def _hang_up(attach: Any) -> None:

@@ -216,3 +216,118 @@ def test_the_keeper_is_pid_1_and_no_exec_runs_in_docker(tmp_path: Path) -> None:
         assert {r[3].split()[0] for r in rows} <= {"/usr/bin/python3", "sh", "ps"}
     finally:
         box.cleanup()
+
+
+def _one_cell(limits: dict[str, float | int | None] | None = None) -> tuple[Any, Path, int]:
+    """A docker sandbox used as a cell uses it: its scratch from the sandbox, one process run.
+    Returns the sandbox (not cleaned up), its scratch and the process's exit code."""
+    box = get_sandbox("docker")
+    scratch = box.scratch("tt-test-")
+    workspace = scratch / "workspace"
+    workspace.mkdir(exist_ok=True)
+    argv = box.wrap(["sh", "-c", "echo in > seen.txt"], cwd=workspace, env={"PATH": "/usr/bin:/bin"},
+                    writable=[scratch], hidden=[], limits=limits)
+    return box, scratch, subprocess.run(argv, timeout=60, check=False).returncode
+
+
+def _wait_warm(within_s: float = 30.0) -> Any:
+    from apparatus.sandbox import docker_backend
+
+    deadline = time.monotonic() + within_s
+    while not docker_backend._WARM and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert docker_backend._WARM, "no container was started for the next cell"
+    return docker_backend._WARM[0]
+
+
+def _exists(cid: str) -> bool:
+    import docker
+
+    try:
+        docker.from_env().api.inspect_container(cid)
+    except docker.errors.NotFound:
+        return False
+    return True
+
+
+@NO_DOCKER
+def test_the_next_cell_finds_its_container_started() -> None:
+    """When a cell ends, the next cell's container is started in the background (its folder,
+    with an empty workspace, ready); the next cell takes it over with its cell id and runs its
+    first process in it; nothing of the first cell is in it."""
+    first, scratch, code = _one_cell()
+    assert code == 0 and (scratch / "workspace" / "seen.txt").read_text() == "in\n"
+    first.cleanup()
+    shutil_rmtree(scratch)
+    warm = _wait_warm()
+    box, scratch2, code = _one_cell()
+    try:
+        assert code == 0
+        assert (box.cell, scratch2, box._container) == (warm.cell, warm.home, warm.cid)
+        assert scratch2 != scratch and (scratch2 / "workspace" / "seen.txt").read_text() == "in\n"
+    finally:
+        box.cleanup()
+        shutil_rmtree(scratch2)
+
+
+@NO_DOCKER
+def test_a_warm_container_that_does_not_fit_is_ended() -> None:
+    """A cell whose first process needs other limits gets its own container; the warm one,
+    made for the previous cell's, is ended (removed by the engine)."""
+    first, scratch, _ = _one_cell()
+    first.cleanup()
+    shutil_rmtree(scratch)
+    warm = _wait_warm()
+    box, scratch2, code = _one_cell(limits={"pids": 64})
+    try:
+        assert code == 0 and box._container not in (None, warm.cid)
+        deadline = time.monotonic() + 15
+        while _exists(warm.cid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _exists(warm.cid)
+    finally:
+        box.cleanup()
+        shutil_rmtree(scratch2)
+
+
+WARM_OWNER = """
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from apparatus.sandbox import docker_backend, get_sandbox
+box = get_sandbox("docker")
+scratch = box.scratch("tt-owner-")
+(scratch / "workspace").mkdir()
+argv = box.wrap(["true"], cwd=scratch / "workspace", env={"PATH": "/usr/bin:/bin"}, writable=[scratch], hidden=[])
+subprocess.run(argv, check=True)
+box.cleanup()
+while not docker_backend._WARM:
+    time.sleep(0.05)
+print(docker_backend._WARM[0].cid, flush=True)
+time.sleep(120)
+"""
+
+
+@NO_DOCKER
+def test_an_idle_warm_container_dies_with_its_owner() -> None:
+    """A container waiting for a next cell that never comes goes with the process that
+    started it (its keeper's attach), like any cell's container."""
+    from apparatus.sandbox.code import checkout_root
+
+    owner = subprocess.Popen([sys.executable, "-c", WARM_OWNER, str(checkout_root())], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        cid = owner.stdout.readline().strip()  # type: ignore[union-attr]
+        assert cid and _exists(cid)
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 15
+    while _exists(cid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _exists(cid)
+
+
+def shutil_rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
