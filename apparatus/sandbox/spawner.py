@@ -9,8 +9,8 @@ runs on the image's own Python, the launcher must not pay for the package's impo
   its stdin ends (the owner's attach: the container goes with the process that ran the cell);
   for ``network: none`` it opens the tunnelled loopback ports itself (:mod:`~apparatus.sandbox.netrelay`'s
   forwarders, in the container's network namespace); and it **spawns the cell's processes**:
-  it listens on a unix socket in the cell's private status folder (0700 on the host, bind
-  mounted at its host path), receives a request (argv, env, cwd) with the caller's
+  it listens on a unix socket in the cell's folder (0700 on the host, bind mounted at its
+  host path), receives a request (argv, env, cwd) with the caller's
   stdin/stdout/stderr as file descriptors (``SCM_RIGHTS``), starts the process in a session
   of its own with those fds, in ``cwd``, with the container's environment plus the request's
   (what ``docker exec -e NAME`` gave: image ``ENV`` plus the passed names), replies with its
