@@ -5,7 +5,7 @@ labelled ``org.tracetrial.cell=<cell>``, is started at the cell's first harness 
 every harness process of the cell is started in it by the container's PID 1, the cell
 keeper (:mod:`apparatus.sandbox.spawner`): the launcher :meth:`DockerSandbox.wrap` returns
 hands the keeper the command and its own stdio over a unix socket in the cell's private
-status folder — no ``docker exec`` (~0.06 s of CLI and engine per process) and no Python
+folder — no ``docker exec`` (~0.06 s of CLI and engine per process) and no Python
 wrapper inside the container per process. The lifetime rule of the bwrap backend's PID
 namespace holds all the same — nothing a harness process leaves running survives it into
 the next turn: when the cell's last running process ends, the keeper kills everything else
@@ -80,7 +80,7 @@ from apparatus.tools import tools_dir, versions_dir
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
 
-#: The keeper's socket, in the cell's status folder (0700 on the host, mounted at its host path).
+#: The keeper's socket, in the cell's folder (0700 on the host, mounted at its host path).
 KEEPER_SOCKET = "keeper.sock"
 
 
