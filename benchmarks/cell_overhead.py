@@ -83,8 +83,27 @@ def read_cells(out: Path, junit_file: Path | None = None) -> list[dict[str, obje
         key = f"{ident['task_id']}-{ident['harness']}-{ident['model']}"
         first = min(v["started_at"] for v in result["timing"].values())
         rows.append({"key": key, "harness": ident["harness"], "timing": timing, "total": junit.get(key),
-                     "first_started": first})
+                     "first_started": first, "failed": _failed(result_file.parent)})
     return rows
+
+
+def _failed(root: Path) -> tuple[str, ...] | None:
+    """The ids of the cell's failed criteria (``None``: not scored)."""
+    try:
+        score = json.loads((root / "artifacts" / "llm_judge" / "combined_score.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return tuple(sorted(str(v["id"]) for v in score.get("verdicts", []) if not v.get("passed")))
+
+
+def compare_verdicts(by_backend: dict[str, list[dict[str, object]]]) -> list[str]:
+    """Cells whose failed criteria differ between backends (a backend must not change a verdict)."""
+    cells: dict[str, dict[str, object]] = {}
+    for backend, rows in by_backend.items():
+        for r in rows:
+            cells.setdefault(str(r["key"]), {})[backend] = r.get("failed")
+    return [f"{key}: " + "; ".join(f"{b}={','.join(v) if isinstance(v, tuple) else v}" for b, v in seen.items())
+            for key, seen in sorted(cells.items()) if len({repr(v) for v in seen.values()}) > 1]
 
 
 def summarize(backend: str, wall: float, rows: list[dict[str, object]]) -> dict[str, float]:
@@ -139,6 +158,7 @@ def main() -> int:
     backends = available_backends(args.backends.split(","))
     tasks = args.tasks.split(",")
     results: dict[str, dict[str, float]] = {}
+    cells: dict[str, list[dict[str, object]]] = {}
     with tempfile.TemporaryDirectory(prefix="tt-bench-cells-") as tmp:
         for backend in backends:
             out = Path(tmp) / backend
@@ -148,6 +168,12 @@ def main() -> int:
                 print(f"{backend}: no cell executed")
                 continue
             results[backend] = summarize(backend, wall, rows)
+            cells[backend] = rows
+    if len(cells) > 1:
+        changed = compare_verdicts(cells)
+        print(f"\nverdicts: {'the same on every backend' if not changed else 'CHANGED on ' + str(len(changed)) + ' cells'}")
+        for line in changed:
+            print(f"  {line}")
     if "local" in results:
         base = results["local"]
         print(f"\n{'backend':<8} {'session s':>10} {'cells s':>8} {'exec s':>8} {'× local (cells)':>16} {'apparatus':>10}")

@@ -22,7 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apparatus import tempstate
 from apparatus.gateway.records import read_records
 from apparatus.sandbox import Confinement, DockerSandbox, Sandbox, code_paths, confined, get_sandbox
 from harnesses.assemble import assemble, summarize, turn_record
@@ -316,12 +315,17 @@ class CellRunner:
             archive.seal(run_id)
             return record
 
+        # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
+        # read the pack and write private ledgers, so they run on the host behind a bridge.
+        box = get_sandbox(self.sandbox)
         # The agent works in a temp dir outside the archive so private files are not a path away.
         # In this process's session folder (apparatus.tempstate): swept should the session be killed.
+        # The sandbox hands it out: the docker backend's is the folder its (maybe already
+        # started) container mounts, with an empty workspace already in it.
         with _phase(timing, "workspace"):
-            scratch = tempstate.mkdtemp(f"tt-{task.id[:12]}-")
+            scratch = box.scratch(f"tt-{task.id[:12]}-")
             workspace = scratch / "workspace"
-            shutil.copytree(task.workspace, workspace, symlinks=True)
+            shutil.copytree(task.workspace, workspace, symlinks=True, dirs_exist_ok=True)
             if task.spec.workspace_repository:
                 from apparatus.repository import init_repository
 
@@ -332,11 +336,12 @@ class CellRunner:
 
         from apparatus.simulators import mcp_servers_for
 
-        with _phase(timing, "simulators"):
-            mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
-        # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
-        # read the pack and write private ledgers, so they run on the host behind a bridge.
-        box = get_sandbox(self.sandbox)
+        try:
+            with _phase(timing, "simulators"):
+                mcp = mcp_servers_for(task, paths.private, seed) if task.spec.simulators else []
+        except BaseException:
+            box.cleanup()
+            raise
         try:
             with _phase(timing, "sandbox_prepare"):
                 box.prepare()  # the docker image is built (once) before the cell's clock starts

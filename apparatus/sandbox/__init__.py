@@ -8,7 +8,8 @@
   so the loopback gateway stays reachable. No host socket, task pack or archive is in it.
 * :class:`~apparatus.sandbox.docker_backend.DockerSandbox` — the paper's setup: each cell
   in a container of a locally built image (``tracetrial images build``), each harness
-  process run in it with ``exec`` and nothing it leaves running outliving it.
+  process started in it by the container's PID 1 (:mod:`apparatus.sandbox.spawner`) and
+  nothing it leaves running outliving it.
 
 Under bwrap and docker the code a harness runs stays visible read-only
 (:func:`~apparatus.sandbox.code.code_paths`: the checkout's code packages, the Python
@@ -81,6 +82,13 @@ class Sandbox(ABC):
     def prepare(self) -> None:
         """Get ready before the cell's clock starts (the docker backend builds its image)."""
 
+    def scratch(self, prefix: str) -> Path:
+        """A new private folder (0700) for the cell's scratch (workspace, HOME), which the cell
+        removes when done. The docker backend hands out the folder its container mounts."""
+        from apparatus import tempstate
+
+        return tempstate.mkdtemp(prefix)
+
     def reap(self) -> None:
         """Stop whatever the last wrapped command left running outside its process group."""
 
@@ -93,16 +101,23 @@ class Sandbox(ABC):
         """Release what the backend holds for the cell (bridges, host children)."""
 
     def _tunnel(self, argv: list[str], ports: Sequence[int], directory: Path,
-                status: Path | None = None, sweep: Path | None = None) -> list[str]:
+                status: Path | None = None) -> list[str]:
         """``argv`` wrapped so that, inside a network-less sandbox, the loopback ``ports``
         reach the host through unix sockets in ``directory`` (which the sandbox must see)."""
+        from apparatus.sandbox import netrelay
+
+        return netrelay.command(self._forwarders(ports, directory), argv, status=status)
+
+    def _forwarders(self, ports: Sequence[int], directory: Path) -> dict[int, Path]:
+        """The host ends of the tunnel of each loopback port (unix sockets in ``directory``,
+        one per port for the cell's life): port -> socket path."""
         from apparatus.sandbox import netrelay
 
         forwarders: dict[int, netrelay.HostForwarder] = self.__dict__.setdefault("_forwarders", {})
         for port in ports:
             if port not in forwarders:
                 forwarders[port] = netrelay.HostForwarder(directory, port)
-        return netrelay.command({p: forwarders[p].path for p in ports}, argv, status=status, sweep=sweep)
+        return {p: forwarders[p].path for p in ports}
 
     def _status_file(self, directory: Path) -> Path:
         """A fresh file for the next process's raw exit status (read by :meth:`exit_code`)."""
@@ -112,12 +127,11 @@ class Sandbox(ABC):
         self.__dict__["_last_status"] = path
         return path
 
-    def _with_status(self, argv: list[str], directory: Path, sweep: Path | None = None) -> list[str]:
-        """``argv`` under the wrapper that writes its raw exit status into ``directory``
-        (``sweep``: see :mod:`apparatus.sandbox.netrelay`)."""
+    def _with_status(self, argv: list[str], directory: Path) -> list[str]:
+        """``argv`` under the wrapper that writes its raw exit status into ``directory``."""
         from apparatus.sandbox import netrelay
 
-        return netrelay.command({}, argv, status=self._status_file(directory), sweep=sweep)
+        return netrelay.command({}, argv, status=self._status_file(directory))
 
     def exit_code(self, code: int | None) -> int | None:
         """The wrapped process's own exit status: a signal death (negative) even where the

@@ -2,20 +2,31 @@
 
 Per cell, one container of the local harnesses image (:mod:`apparatus.sandbox.images`),
 labelled ``org.tracetrial.cell=<cell>``, is started at the cell's first harness process and
-every harness process of the cell runs in it with ``exec``
-(:mod:`apparatus.sandbox.docker_exec`); it is removed when the cell ends
-(:meth:`DockerSandbox.cleanup`). A process start costs an ``exec`` (~0.1 s), not a container
-(~0.7 s with the launcher that created one per process). The lifetime rule of the bwrap
-backend's PID namespace holds all the same — nothing a harness process leaves running
-survives it into the next turn: each process runs under the status wrapper
-(:mod:`apparatus.sandbox.netrelay`), which kills what is left in the container when its
-child ends (unless another process of the cell still runs), and a timed-out process's
-container is removed (:meth:`DockerSandbox.reap`). So a verdict does not depend on the
-backend.
+every harness process of the cell is started in it by the container's PID 1, the cell
+keeper (:mod:`apparatus.sandbox.spawner`): the launcher :meth:`DockerSandbox.wrap` returns
+hands the keeper the command and its own stdio over a unix socket in the cell's private
+folder — no ``docker exec`` (~0.06 s of CLI and engine per process) and no Python
+wrapper inside the container per process. The lifetime rule of the bwrap backend's PID
+namespace holds all the same — nothing a harness process leaves running survives it into
+the next turn: when the cell's last running process ends, the keeper kills everything else
+in the container before it reports the exit status; a timed-out process's container is
+removed (:meth:`DockerSandbox.reap`) and the next process gets a fresh one. So a verdict does
+not depend on the backend.
 
-The container's PID 1 is a keeper (:data:`KEEPER`): it reaps orphans, and it exits — and the
-engine removes the container — when the process that owns the cell dies, since that process
-holds the keeper's stdin open (an attach) and the kernel closes it with the process.
+The keeper also exits — and the engine removes the container (``auto_remove``) — when the
+process that owns the cell dies, since that process holds the keeper's stdin open (an
+attach) and the kernel closes it with the process; the cell's cleanup closes it the same
+way and does not wait for the removal.
+
+Each container mounts one cell folder (0700) read-write at its host path: the keeper's
+socket, the host bridge's and the tunnel's sockets and, for a cell, its scratch
+(:meth:`DockerSandbox.scratch`: workspace and HOME). So a container does not depend on
+anything of a cell but that folder's path, and when a cell ends the next one's is started in
+the background with a fresh folder (:func:`_warm_next`: same image, code mounts, covers,
+network, limits and nesting as the cell that ended); the next cell takes it over, and its
+first process does not wait for a container's create and start. A cell whose first process
+needs another container (other limits, network, nesting) ends the waiting one and starts
+its own. A waiting container dies with the process that started it, like any other.
 
 Inside a container:
 
@@ -33,7 +44,8 @@ Inside a container:
   pack, archive, host ``/tmp`` or docker socket is mounted, and the archive's
   ``native/`` folder is written by the apparatus after the process ends;
 * network ``host`` (loopback gateway reachable) or, for ``network: none`` tasks, no
-  network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`);
+  network at all with only the gateway port tunnelled in (:mod:`apparatus.sandbox.netrelay`;
+  the keeper opens the port inside, for the container's life);
 * the task's resource limits (memory, CPUs, processes) as cgroup limits, on the cell's
   container (the cell's processes run one after another, so each gets what it got before);
 * for a harness that sandboxes its own commands with namespaces (Codex's bundled
@@ -59,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apparatus.sandbox import Sandbox, docker_exec
+from apparatus.sandbox import Sandbox, spawner
 from apparatus.sandbox.code import code_paths
 from apparatus.sandbox.docker_run import CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec, create_args
 from apparatus.sandbox.images import IMAGE_TOOLS_DIR, ImageError, Images, build_images
@@ -68,28 +80,20 @@ from apparatus.tools import tools_dir, versions_dir
 
 DOCKER_INSTALL = "apt-get install -y docker.io debootstrap && (dockerd >/var/log/dockerd.log 2>&1 &)"
 
-#: PID 1 of a cell's container (the image's own python3): reaps the orphans of the cell's
-#: processes, and exits when its stdin ends — the owner's attach, closed by the kernel when
-#: the process that runs the cell dies, so the container (``auto_remove``) goes with it.
-#: Its last argument marks it for the sweep's guard (:data:`~apparatus.sandbox.netrelay.KEEPER_MARK`).
-KEEPER = """
-import os, threading, time
-def watch():
-    while True:
-        try:
-            if not os.read(0, 65536):
-                break
-        except OSError:
-            break
-    os._exit(0)
-threading.Thread(target=watch, daemon=True).start()
-while True:
-    try:
-        os.wait()
-    except ChildProcessError:
-        time.sleep(0.5)
-"""
-KEEPER_ARGV = ["/usr/bin/python3", "-I", "-c", KEEPER, "tt-cell-keeper"]
+#: The keeper's socket, in the cell's folder (0700 on the host, mounted at its host path).
+KEEPER_SOCKET = "keeper.sock"
+
+
+def keeper_argv(socket_path: Path, forwards: Mapping[int, Path] | None = None) -> list[str]:
+    """PID 1 of a cell's container: the spawner's keeper (:mod:`apparatus.sandbox.spawner`) on
+    the image's own ``python3``, from this checkout's file (mounted read-only like all the
+    code the harness runs). Its last argument marks it for the sweep's guard."""
+    out = ["/usr/bin/python3", "-I", "-S", str(Path(spawner.__file__).resolve()), "keeper",
+           "--socket", str(socket_path)]
+    for port, path in sorted((forwards or {}).items()):
+        out += ["--forward", f"{port}={path}"]
+    return [*out, spawner.KEEPER_MARK]
+
 
 _ENGINE: dict[str, str | None] = {}
 _IMAGES: dict[str, Images] = {}
@@ -120,9 +124,9 @@ def docker_reason() -> str | None:
     exists or can be built (debootstrap present). Else why not (cached per process)."""
     if "docker" in _ENGINE:
         return _ENGINE["docker"]
+    # No docker command-line client is needed: the SDK starts the cell's container and its
+    # keeper starts each process (apparatus.sandbox.spawner).
     reason = engine_reason()
-    if reason is None and shutil.which("docker") is None:
-        reason = f"the docker command-line client is missing (it runs each process in the cell's container); {DOCKER_INSTALL}"
     if reason is None and shutil.which("debootstrap") is None:
         import docker
 
@@ -167,15 +171,24 @@ class DockerSandbox(Sandbox):
         self._tools = tools_dir().resolve()
         self._versions = versions_dir().resolve()
         self._counter = itertools.count(1)
+        # Host only (never mounted): the launchers' job files (they hold the environment)
+        # and the exit-status files the launchers write.
         self._private = Path(tempfile.mkdtemp(prefix="tt-docker-"))
         os.chmod(self._private, 0o700)
         (self._private / "status").mkdir()
+        # The cell's folder (0700, mounted read-write at its host path): the keeper's socket,
+        # the bridge's and the tunnel's sockets and — when the cell asks for it
+        # (:meth:`scratch`) — the cell's scratch. One folder per container, so a container
+        # can be started before the cell that uses it exists (:func:`_warm_next`).
+        self._home: Path | None = None
+        self._home_given = False
         self._bridge: Any = None
         self._client: Any = None
         # The cell's running container: its id, the spec it was made from (a process that
         # needs other mounts, network or limits gets a new one) and the owner's attach.
         self._container: str | None = None
         self._container_spec: str | None = None
+        self._spec: DockerRunSpec | None = None
         self._keepalive: Any = None
         self._lock = threading.Lock()
 
@@ -188,6 +201,31 @@ class DockerSandbox(Sandbox):
         if self.images is None:
             self.images = ensure_images()
 
+    def scratch(self, prefix: str) -> Path:
+        """The cell's folder itself: its scratch is mounted with the container made for it,
+        possibly before the cell began (a warm container, :func:`_warm_next`). The cell
+        removes it when it is done with it (the sandbox's cleanup leaves it)."""
+        with self._lock:
+            home = self._ensure_home()
+            self._home_given = True
+        return home
+
+    def _ensure_home(self) -> Path:
+        """The cell's folder: a warm container's (taken over with its container and cell id)
+        or a new one. Called under ``self._lock``."""
+        if self._home is None:
+            warm = _claim_warm()
+            if warm is not None:
+                self.cell, self._home = warm.cell, warm.home
+                self._container, self._container_spec, self._keepalive = warm.cid, warm.key, warm.attach
+                self._spec = warm.spec
+                next(self._counter)
+            else:
+                from apparatus import tempstate
+
+                self._home = tempstate.mkdtemp("tt-cell-")
+        return self._home
+
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], writable: Sequence[Path],
              hidden: Sequence[Path], network: str = "loopback", forward: Sequence[int] = (),
              limits: Mapping[str, float | int | None] | None = None, nested: bool = False,
@@ -196,14 +234,14 @@ class DockerSandbox(Sandbox):
         assert self.images is not None
         argv = [self._image_path(a) for a in argv]
         env = {k: self._image_path(v) for k, v in env.items()}
-        status_dir = self._private / "status"
-        extra = [status_dir] + ([self._bridge.dir] if self._bridge is not None else [])
-        if network == "none" and forward:
-            (self._private / "net").mkdir(exist_ok=True)
-            extra.append(self._private / "net")
+        with self._lock:
+            home = self._ensure_home()
+        # The cell's folder holds the sockets (keeper, bridge, tunnel) and usually the scratch:
+        # one mount, the same for every cell but for its path.
+        outside = [p for p in writable if not Path(p).resolve().is_relative_to(home)]
         # The same policy as bwrap (apparatus.sandbox.policy); the image stands in for the
         # host's system folders, and its copy of the CLIs for the host's install.
-        seen = exposure([*writable, *extra], hidden, code=[p for p in code_paths() if p != self._tools])
+        seen = exposure([*outside, home], hidden, code=[p for p in code_paths() if p != self._tools])
         binds = [Bind(source=str(p), target=str(p), read_only=True) for p in seen.code]
         binds += [Bind(source=str(p), target=str(p), read_only=False) for p in seen.writable]
         workspace = Path(cwd).resolve()
@@ -214,56 +252,50 @@ class DockerSandbox(Sandbox):
         mounted = [Path(b.target) for b in binds]
         covered = [*seen.covered, *[p for p in [self._tools] if any(p.is_relative_to(m) for m in mounted)
                                     and p not in mounted]]
-        lock = status_dir / "processes.lock"
-        if network == "none":
-            net = self._private / "net"
-            net.mkdir(exist_ok=True)
-            argv = self._tunnel(argv, forward, net, status=self._status_file(status_dir), sweep=lock)
-        else:
-            argv = self._with_status(argv, status_dir, sweep=lock)
+        if network == "none" and forward:
+            (home / "net").mkdir(exist_ok=True)
+        forwards = self._forwarders(forward, home / "net") if network == "none" else {}
         lim = dict(limits or {})
         spec = DockerRunSpec(
             image=self.images.harnesses, name=f"tt-{self.cell}-{next(self._counter)}",
-            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()}, argv=KEEPER_ARGV, env={}, cwd="/",
+            labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()},
+            argv=keeper_argv(home / KEEPER_SOCKET, forwards), env={}, cwd="/",
             binds=binds, tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
             memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
             nested_namespaces=nested, stdin=True, init=False, auto_remove=True,
         )
-        container = self._cell_container(spec)
-        client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
-        client_env.setdefault("DOCKER_CONFIG", str(Path.home() / ".docker"))
-        job = {"docker": shutil.which("docker") or "docker", "container": container, "argv": argv,
-               # A name the client needs for itself is not passed on (the harness env has none).
-               "env": {k: v for k, v in env.items() if k not in client_env},
-               "client_env": client_env, "cwd": str(workspace), "stdin": stdin}
-        job_file = self._private / f"exec-{uuid.uuid4().hex[:12]}.json"
+        self._cell_container(spec)
+        # The job holds the environment (credentials included): a 0600 file in the 0700
+        # private folder, deleted by the launcher as it reads it; never a command line.
+        job = {"socket": str(home / KEEPER_SOCKET), "argv": argv, "env": dict(env), "cwd": str(workspace),
+               "stdin": stdin, "status": str(self._status_file(self._private / "status"))}
+        job_file = self._private / f"job-{uuid.uuid4().hex[:12]}.json"
         fd = os.open(job_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(job, fh)
-        return [sys.executable, "-I", "-c", docker_exec.BOOT, str(Path(docker_exec.__file__).resolve()), str(job_file)]
+        return [sys.executable, "-I", "-S", "-c", spawner.BOOT, str(Path(spawner.__file__).resolve()), str(job_file)]
 
     def _cell_container(self, spec: DockerRunSpec) -> str:
         """The id of the cell's running container for ``spec``'s mounts, network and limits,
         started (with its keeper attached) when there is none or it was made for others."""
         import docker.errors
 
-        key = spec.model_dump_json(exclude={"name"})
+        key = _key(spec)
         with self._lock:
-            if self._container is not None and key == self._container_spec and self._running(self._container):
-                return self._container
-            self._drop_container()
             if self._client is None:
                 self._client = docker.from_env(timeout=120)
-            api = self._client.api
+            if self._container is not None and key == self._container_spec and self._running(self._container):
+                return self._container
+            # Made for other mounts, network or limits (or ended): ended in the background.
+            self._drop_container(wait=False)
+            assert self._home is not None
+            # The next keeper names its socket once it listens: until then a launcher waits.
+            (self._home / KEEPER_SOCKET).unlink(missing_ok=True)
             try:
-                created = api.create_container(**create_args(spec, api))
-                cid = str(created["Id"])
-                # Attached before the start: the keeper's stdin stays open while we hold this.
-                self._keepalive = api.attach_socket(cid, params={"stdin": 1, "stream": 1})
-                api.start(cid)
+                cid, self._keepalive = _start(self._client.api, spec)
             except docker.errors.DockerException as exc:
                 raise RuntimeError(f"tracetrial docker sandbox: could not start the cell's container: {exc}") from exc
-            self._container, self._container_spec = cid, key
+            self._container, self._container_spec, self._spec = cid, key, spec
             return cid
 
     def _running(self, cid: str) -> bool:
@@ -272,51 +304,49 @@ class DockerSandbox(Sandbox):
         except Exception:  # noqa: BLE001 - gone (removed, or its keeper ended): not running
             return False
 
-    def _drop_container(self) -> None:
-        """Forget (and remove) the cell's current container."""
+    def _drop_container(self, *, wait: bool = True) -> None:
+        """Forget the cell's current container and end it: removed at once (``wait``: the
+        timed-out path, whose leftovers must be gone before it returns), or by closing the
+        owner's attach, which ends the keeper and so the container, which the engine then
+        removes (``auto_remove``) while the cell goes on."""
         cid, self._container, self._container_spec = self._container, None, None
         sock, self._keepalive = self._keepalive, None
-        if cid is not None and self._client is not None:
+        self._spec = None
+        if wait and cid is not None and self._client is not None:
             try:
                 self._client.api.remove_container(cid, force=True)
             except Exception:  # noqa: BLE001, S110 - already gone (auto-removed)
                 pass
         if sock is not None:
-            try:
-                sock.close()
-            except OSError:
-                pass
+            _hang_up(sock)
 
     def host_command(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                      cwd: Path | None = None, stderr: Path | None = None, name: str = "cmd") -> list[str]:
         from apparatus.sandbox.bridge import HostBridge
 
+        with self._lock:
+            home = self._ensure_home()
         if self._bridge is None:
-            self._bridge = HostBridge()
+            self._bridge = HostBridge(home / "bridge")
         return list(self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name))
 
     def reap(self) -> None:
-        """Remove the cell's containers (a timed-out process: what it left running goes with
-        its container; the next process of the cell gets a fresh one)."""
+        """Remove the cell's container now (a timed-out or interrupted process: what it left
+        running goes with its container; the next process of the cell gets a fresh one).
+        The sandbox started every container of its cell and drops each one it replaces, so
+        there is nothing to list."""
         with self._lock:
             self._drop_container()
-        try:
-            import docker
-
-            # The cell's own client when it started a container (no second connection per cell).
-            client = self._client or docker.from_env(timeout=60)
-            for c in listed(client, f"{CELL_LABEL}={self.cell}"):
-                try:
-                    client.api.remove_container(c.id, force=True)
-                except docker.errors.DockerException:
-                    pass
-            if client is not self._client:
-                client.close()
-        except Exception:  # noqa: BLE001, S110 - cleanup is best effort; a leftover is swept next time
-            pass
 
     def cleanup(self) -> None:
-        self.reap()
+        """End the cell's container without waiting for its removal (see :meth:`_drop_container`),
+        and start the next cell's (:func:`_warm_next`) when this one's fits a cell's layout."""
+        with self._lock:
+            template = self._spec if self._home is not None and _reusable(self._spec, self._home) else None
+            home = self._home
+            self._drop_container(wait=False)
+        if template is not None and home is not None:
+            _warm_next(template, home)
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -325,6 +355,11 @@ class DockerSandbox(Sandbox):
             self._bridge = None
         self._close_tunnels()
         shutil.rmtree(self._private, ignore_errors=True)
+        if home is not None:
+            if self._home_given:
+                (home / KEEPER_SOCKET).unlink(missing_ok=True)  # the scratch itself is the cell's
+            else:
+                shutil.rmtree(home, ignore_errors=True)
 
     # -- helpers ------------------------------------------------------------------------
     def _image_path(self, value: str) -> str:
@@ -333,6 +368,121 @@ class DockerSandbox(Sandbox):
             # A named version is not in the image: it runs from its read-only mount at its host path.
             return value
         return value.replace(host, IMAGE_TOOLS_DIR)
+
+
+def _key(spec: DockerRunSpec) -> str:
+    """What a container must have been made from to serve ``spec`` (all of it but its name)."""
+    return spec.model_dump_json(exclude={"name"})
+
+
+def _start(api: Any, spec: DockerRunSpec) -> tuple[str, Any]:
+    """Create and start ``spec``'s container; its id and the owner's attach to its keeper."""
+    created = api.create_container(**create_args(spec, api))
+    cid = str(created["Id"])
+    # Attached before the start: the keeper's stdin stays open while we hold this.
+    attach = api.attach_socket(cid, params={"stdin": 1, "stream": 1})
+    api.start(cid)
+    return cid, attach
+
+
+#: Start the next cell's container when a cell ends (:func:`_warm_next`). Off: each cell
+#: starts its own at its first process.
+WARM_NEXT = True
+
+
+@dataclass
+class _Warm:
+    """A started container waiting for the next cell, with its cell folder and cell id."""
+
+    cell: str
+    home: Path
+    cid: str
+    key: str
+    spec: DockerRunSpec
+    attach: Any
+
+
+_WARM: list[_Warm] = []
+_WARMING: list[threading.Thread] = []
+_WARM_LOCK = threading.Lock()
+
+
+def _reusable(spec: DockerRunSpec | None, home: Path) -> bool:
+    """Whether ``spec``'s container fits any cell laid out in its cell folder ``home``: its
+    only writable mounts are in that folder (a cell's scratch and sockets)."""
+    return spec is not None and all(Path(b.source).is_relative_to(home) for b in spec.binds if not b.read_only)
+
+
+def _warm_next(template: DockerRunSpec, home: Path) -> None:
+    """Start, in the background, a container like ``template`` (same image, code mounts,
+    covers, network, limits, nesting) for a new cell folder: the next cell of this process
+    takes it over (:meth:`DockerSandbox._ensure_home`) if its first process needs the same —
+    else it is ended. At most one waits. It dies with this process like any cell's
+    container (the keeper's attach)."""
+    if not WARM_NEXT:
+        return
+    with _WARM_LOCK:
+        if any(t.is_alive() for t in _WARMING) or any(w.key == _key(template) for w in _WARM):
+            return
+        thread = threading.Thread(target=_make_warm, args=(template, home), name="tt-docker-warm", daemon=True)
+        _WARMING[:] = [thread]
+        thread.start()
+
+
+def _make_warm(template: DockerRunSpec, old_home: Path) -> None:
+    from apparatus import tempstate
+
+    try:
+        import docker
+
+        home = tempstate.mkdtemp("tt-cell-")
+        cell = uuid.uuid4().hex[:12]
+        # The template names the old cell's folder in its mounts, keeper socket and tunnel
+        # paths: the same container for another folder is the same text with that folder.
+        text = template.model_dump_json().replace(str(old_home), str(home))
+        spec = DockerRunSpec.model_validate_json(text)
+        spec.labels = {**spec.labels, CELL_LABEL: cell}
+        spec.name = f"tt-{cell}-1"
+        for bind in spec.binds:
+            if Path(bind.source).is_relative_to(home):
+                Path(bind.source).mkdir(parents=True, exist_ok=True)  # e.g. the /workspace alias
+        client = docker.from_env(timeout=120)
+        try:
+            cid, attach = _start(client.api, spec)
+        finally:
+            client.close()  # the attach keeps its own connection
+    except Exception:  # noqa: BLE001 - only a head start: the next cell starts its own
+        return
+    with _WARM_LOCK:
+        stale, _WARM[:] = list(_WARM), [_Warm(cell, home, cid, _key(spec), spec, attach)]
+    for old in stale:
+        _discard(old)
+
+
+def _claim_warm() -> _Warm | None:
+    """The waiting container, taken (``None``: there is none)."""
+    with _WARM_LOCK:
+        return _WARM.pop() if _WARM else None
+
+
+def _discard(warm: _Warm) -> None:
+    _hang_up(warm.attach)
+    shutil.rmtree(warm.home, ignore_errors=True)
+
+
+def _hang_up(attach: Any) -> None:
+    """End the owner's attach: the keeper's stdin ends, so the keeper does. Shut down, not
+    only closed: the SDK's HTTP response still holds the connection, and a close of this
+    one handle would leave it open (and the container running) until garbage collection."""
+    raw = getattr(attach, "_sock", attach)  # a SocketIO around the socket, or the socket
+    for target in (raw, attach):
+        try:
+            if target is raw:
+                raw.shutdown(socket.SHUT_RDWR)
+            else:
+                target.close()
+        except (OSError, AttributeError):
+            pass
 
 
 def _owner() -> str:

@@ -1,8 +1,8 @@
 """What a cell's container is made of: :class:`DockerRunSpec` and the engine's create call.
 
 :class:`~apparatus.sandbox.docker_backend.DockerSandbox` creates one container per cell from
-such a spec (its mounts, network, limits), and runs each harness process in it with ``exec``
-(:mod:`apparatus.sandbox.docker_exec`).
+such a spec (its mounts, network, limits); its PID 1 keeper starts each harness process in it
+(:mod:`apparatus.sandbox.spawner`).
 """
 
 from __future__ import annotations

@@ -9,12 +9,9 @@ reach the gateway on the host's loopback. Both halves of the tunnel live here:
   sandbox, stdlib only): listens on ``127.0.0.1:PORT`` in the sandbox's own network
   namespace, joins each connection to ``SOCKET``, runs ``ARGV`` as its child (stdio
   inherited, SIGTERM/SIGINT passed on), writes the child's raw exit status to ``FILE``
-  and exits with the child's exit code. The docker backend runs every process through
-  it, with or without forwards, for that exact status, and with ``--sweep LOCK``: the
-  cell's processes share one container, so when the child ends, whatever it left running
-  there is killed (SIGKILL to every process but the container's PID 1 and the relay) — unless
-  another process of the cell still runs (each holds ``LOCK`` shared; the sweep needs it
-  alone). Nothing a process leaves running outlives it, as when each had its own container.
+  and exits with the child's exit code (the bwrap backend, for ``network: none`` tasks).
+  The docker backend's cell keeper (:mod:`apparatus.sandbox.spawner`) opens the same
+  forwarders itself, with this module's accept loop, for the life of the container.
 
 Only the listed ports cross; everything else — other host ports, the outside world —
 stays unreachable.
@@ -22,7 +19,6 @@ stays unreachable.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import socket
@@ -121,15 +117,12 @@ class HostForwarder:
 
 
 def command(forwards: dict[int, Path], argv: list[str], python: str = sys.executable,
-            status: Path | None = None, sweep: Path | None = None) -> list[str]:
+            status: Path | None = None) -> list[str]:
     """The argv that runs ``argv`` inside a network-less sandbox with ``forwards`` open
-    (``status``: a file that receives the child's raw exit status, negative for a signal;
-    ``sweep``: the lock file of a shared container, see the module docstring)."""
+    (``status``: a file that receives the child's raw exit status, negative for a signal)."""
     out = [python, "-I", str(Path(__file__).resolve())]
     if status is not None:
         out += ["--status", str(status)]
-    if sweep is not None:
-        out += ["--sweep", str(sweep)]
     for port, sock in sorted(forwards.items()):
         out += ["--forward", f"{port}={sock}"]
     return out + ["--", *argv]
@@ -138,13 +131,9 @@ def command(forwards: dict[int, Path], argv: list[str], python: str = sys.execut
 def main(args: list[str]) -> int:
     forwards: list[tuple[int, str]] = []
     status: str | None = None
-    lock: int | None = None
-    while args and args[0] in ("--forward", "--status", "--sweep"):
+    while args and args[0] in ("--forward", "--status"):
         if args[0] == "--status":
             status = args[1]
-        elif args[0] == "--sweep":
-            lock = os.open(args[1], os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(lock, fcntl.LOCK_SH)
         else:
             port_text, _, sock_path = args[1].partition("=")
             forwards.append((int(port_text), sock_path))
@@ -159,7 +148,7 @@ def main(args: list[str]) -> int:
         try:
             listener.bind(("127.0.0.1", port))
         except OSError:
-            # Another process of the cell (same container) already relays this port to the
+            # Another process of the cell (same namespace) already relays this port to the
             # same host socket: its opening serves this process too.
             listener.close()
             continue
@@ -183,34 +172,7 @@ def main(args: list[str]) -> int:
         # An init in between (docker's tini) turns a signal death into 128+N, which a
         # harness may also exit with; the raw status keeps a crash a crash.
         Path(status).write_text(str(code))
-    if lock is not None:
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass  # another process of the cell runs: the last one to end sweeps
-        else:
-            _sweep()
     return 128 - code if code < 0 else code
-
-
-#: What the docker backend's cell container runs as PID 1 names itself with; the sweep
-#: refuses to run anywhere else (``kill(-1)`` on a host would kill the user's every process).
-KEEPER_MARK = b"tt-cell-keeper"
-
-
-def _sweep() -> None:
-    """SIGKILL every process this one may signal but itself and PID 1 (``kill(-1)``), only
-    inside a cell container (its PID 1 is the keeper)."""
-    try:
-        if KEEPER_MARK not in Path("/proc/1/cmdline").read_bytes():
-            return
-    except OSError:
-        return
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass  # nothing left to kill
 
 
 if __name__ == "__main__":

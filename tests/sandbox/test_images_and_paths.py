@@ -233,14 +233,25 @@ def test_docker_needs_an_image_or_a_way_to_build_it(monkeypatch: pytest.MonkeyPa
         assert reason and "debootstrap" in reason and "tracetrial images build" in reason
 
 
-def test_docker_needs_its_command_line_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cell's processes run through ``docker exec``: an engine without the client is no backend."""
+def test_docker_needs_no_command_line_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cell's keeper starts its processes (no ``docker exec``): an engine without the
+    command-line client is a backend all the same."""
     import shutil as real_shutil
 
     from apparatus.sandbox import docker_backend as backend
 
     which = real_shutil.which
     monkeypatch.setattr(backend, "_ENGINE", {"reason": None})
-    monkeypatch.setattr(backend.shutil, "which", lambda name: None if name == "docker" else which(name))
-    reason = backend.docker_reason()
-    assert reason and "command-line client" in reason and "apt-get install -y docker.io" in reason
+    monkeypatch.setattr(backend.shutil, "which", lambda name: None if name in ("docker", "debootstrap") else which(name))
+
+    class Images:
+        def get(self, tag: str) -> object:
+            return object()
+
+    class Client:
+        images = Images()
+
+    import docker
+
+    monkeypatch.setattr(docker, "from_env", lambda **kw: Client())
+    assert backend.docker_reason() is None
