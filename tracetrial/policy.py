@@ -99,6 +99,7 @@ __all__ = [
     "await_mcp",
     "call_tool",
     "edit_file",
+    "expand_skill_root",
     "final",
     "learn_schema",
     "load_deferred",
@@ -599,6 +600,30 @@ def load_deferred(turn: Turn, server: str) -> Generator[NativeTool, Observation,
         if _of_server(name, server):
             found.setdefault(name, description)
     return found
+
+
+#: Codex 0.171.0+ lists skills by a short path under a root alias and states the roots first:
+#: "### Skill roots\n- `r1` = `/…/workspace/.agents/skills`" … "(file: r1/rate-card/SKILL.md)".
+_SKILL_ROOTS = re.compile(r"#+[ \t]*Skill roots[ \t]*\n((?:[ \t]*[-*][^\n]*(?:\n|$))+)", re.IGNORECASE)
+_SKILL_ROOT = re.compile(r"[-*][ \t]*`?([A-Za-z]\w*)`?[ \t]*=[ \t]*`?(/[^`\n]*?)`?[ \t]*$")
+
+
+def expand_skill_root(turn: Turn, location: str) -> str:
+    """``location`` (a skill file the harness listed) with a root alias expanded: Codex 0.171.0+
+    lists ``r1/rate-card/SKILL.md`` and defines ``r1`` in a "### Skill roots" table of the same
+    instructions (`` - `r1` = `/abs/folder` ``). A location whose first segment the shown table
+    does not define (an absolute path, a relative one) is returned as it is."""
+    head, sep, rest = location.partition("/")
+    if not sep or not head:
+        return location
+    roots: dict[str, str] = {}
+    for text in (turn.system_text, turn.history_text):
+        for block in _SKILL_ROOTS.finditer(text):
+            for line in block.group(1).splitlines():
+                m = _SKILL_ROOT.match(line.strip())
+                if m:
+                    roots[m.group(1)] = m.group(2).rstrip("/")
+    return f"{roots[head]}/{rest}" if head in roots else location
 
 
 PolicyFn = Callable[[Turn], Generator[Action, Observation, Any]]
