@@ -2,7 +2,8 @@
 real output it stands for.
 
 Harnesses word their notices differently (``[154427 bytes omitted]``, ``omitted 120 of 1762
-lines``, Claude Code's ``Output too large (166.8KB)``, Codex's ``Original token count: 42703``);
+lines``, Claude Code's ``Output too large (166.8KB)``, Codex's ``Original token count: 42703``,
+OpenClaw 2026.6.9's ``Line 1 is 408.1KB, exceeds 50.0KB limit``);
 :func:`size_statements` finds every statement of an omitted or a total size, and
 :func:`check_sizes` decides whether they are accurate. Pure functions over text, used by task
 verifiers (re-exported by :mod:`tracetrial.verify`) and by the apparatus's reconciliation of what
@@ -12,7 +13,7 @@ a harness recorded against what the model received.
 from __future__ import annotations
 
 import re
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 __all__ = ["SIZE_TOLERANCE", "UNACCOUNTED_BYTES", "SizeStatement", "check_sizes", "size_statements"]
 
@@ -33,6 +34,9 @@ _STATEMENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Claude Code: "Output too large (166.8KB)"; its Read tool: "File content (320.5KB) exceeds ..."
     (re.compile(r"(?i)(?:output too large|file content)\s*\(\s*([\d.,]+)\s*(bytes?|B|KB|KiB|MB|MiB)\s*\)"),
      "total_size"),
+    # OpenClaw 2026.6.9's read refusing a line longer than its limit: "[Line 1 is 408.1KB, exceeds
+    # 50.0KB limit. Use bash: sed -n '1p' … | head -c 51200]" (the size of that one line)
+    (re.compile(r"(?i)\bline\s+(\d+)\s+is\s+([\d.,]+)\s*(bytes?|B|KB|KiB|MB|MiB)\b"), "line_size"),
     # Codex: "Original token count: 42703", "Total output lines: 1762"
     (re.compile(r"(?i)original token count:\s*(\d[\d,]*)"), "total_tokens"),
     (re.compile(r"(?i)total output lines:\s*(\d[\d,]*)"), "total_lines"),
@@ -48,12 +52,14 @@ Unit = Literal["bytes", "tokens", "lines"] | str
 
 
 class SizeStatement(TypedDict):
-    """One statement of a size in a shortened result."""
+    """One statement of a size in a shortened result (``line``: the size of line ``line`` of the
+    output, 1-based; the whole output when it has one line)."""
 
-    kind: Literal["omitted", "total"]
+    kind: Literal["omitted", "total", "line"]
     value: float
     unit: Unit
     span: tuple[int, int]
+    line: NotRequired[int]
 
 
 def _num(text: str) -> float:
@@ -98,6 +104,9 @@ def size_statements(content: str) -> list[SizeStatement]:
             elif form == "total_size":
                 found.append({"kind": "total", "value": _scale(_num(m.group(1)), m.group(2)), "unit": "bytes",
                               "span": span})
+            elif form == "line_size":
+                found.append({"kind": "line", "value": _scale(_num(m.group(2)), m.group(3)), "unit": "bytes",
+                              "span": span, "line": int(m.group(1))})
             elif form == "total_tokens":
                 found.append({"kind": "total", "value": _num(m.group(1)), "unit": "tokens", "span": span})
             elif form == "total_lines":
@@ -165,7 +174,9 @@ def _union(intervals: list[tuple[int, int]]) -> int:
 def check_sizes(content: str, text: str, tolerance: float = SIZE_TOLERANCE) -> tuple[bool, list[str]]:
     """``(ok, notes)`` for the size statements of one shortened result against the real output.
 
-    * a stated total must be within ``tolerance`` of the whole output (in its unit);
+    * a stated total must be within ``tolerance`` of the whole output (in its unit), a stated
+      line size within ``tolerance`` of that line of the output (the whole output's size when
+      the output is one line);
     * a stated omitted size must be within ``tolerance`` of the gap its notice stands for: from
       the end of the shown piece before the notice to the start of the shown piece after it (the
       end of the output when nothing of it follows);
@@ -189,8 +200,12 @@ def check_sizes(content: str, text: str, tolerance: float = SIZE_TOLERANCE) -> t
     pieces = [_interval(content[bounds[2 * i]:bounds[2 * i + 1]], text) for i in range(len(merged) + 1)]
     ok, notes, gaps, good_total = True, [], [], False
     for s in stmts:
+        lines = text.rstrip("\n").split("\n")
         if s["kind"] == "total":
             chunk = text
+        elif s["kind"] == "line":
+            n = s.get("line", 0)
+            chunk = lines[n - 1] if 1 <= n <= len(lines) else ""
         else:
             k = next(i for i, (b, e) in enumerate(merged) if b <= s["span"][0] < e)
             before = [p for p in pieces[:k + 1] if p is not None]
@@ -206,7 +221,8 @@ def check_sizes(content: str, text: str, tolerance: float = SIZE_TOLERANCE) -> t
             continue
         good = abs(s["value"] - real) <= tolerance * real
         ok = ok and good
-        good_total = good_total or (good and s["kind"] == "total")
+        # a line's size is the output's when the output is that one line
+        good_total = good_total or (good and (s["kind"] == "total" or (s["kind"] == "line" and len(lines) == 1)))
         notes.append(f"{s['kind']} {s['value']:g} {s['unit']} vs real {real:.0f} ({'ok' if good else 'OFF'})")
     if not good_total:
         shown = [p for p in pieces if p is not None]

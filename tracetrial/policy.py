@@ -63,6 +63,7 @@ here so that a pack imports only this module and :mod:`tracetrial.verify`::
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ from tracetrial.declarations import shell_state_declared
 from tracetrial.handlers import Call, Reply
 
 __all__ = [
+    "DEFERRED_SEARCH_TOOLS",
     "MCP_WAITS",
     "MCP_WAIT_TOOL",
     "Action",
@@ -97,8 +99,10 @@ __all__ = [
     "await_mcp",
     "call_tool",
     "edit_file",
+    "expand_skill_root",
     "final",
     "learn_schema",
+    "load_deferred",
     "native_tool",
     "provider_error",
     "read_file",
@@ -384,6 +388,9 @@ class TurnView:
     tool_parameters: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     #: The model's own earlier tool calls in the request, in order, each with the result shown for it.
     calls: tuple[CallView, ...] = ()
+    #: Tool names the request announces as deferred: named (in a system entry or the system prompt)
+    #: but not declared, loadable through the harness's search tool (Claude Code 2.1.332+).
+    deferred_tool_names: tuple[str, ...] = ()
 
 
 class ViewLike(Protocol):
@@ -457,6 +464,13 @@ class Turn:
         result shown for it (``None``: the request carries no result for it). An agent always sees
         what it did; a harness that drops a call from a resumed history drops it here too."""
         return tuple(getattr(self._view, "calls", ()) or ())
+
+    @property
+    def deferred_tool_names(self) -> tuple[str, ...]:
+        """Tool names the request announces as deferred, in order: named, not declared, loadable
+        through the harness's own search tool (Claude Code 2.1.332+: "The following deferred tools
+        are now available via ToolSearch …"); ``()`` when it announces none."""
+        return tuple(getattr(self._view, "deferred_tool_names", ()) or ())
 
     @property
     def is_subagent(self) -> bool:
@@ -533,6 +547,83 @@ def learn_schema(turn: Turn, tool: str) -> Generator[NativeTool, Observation, No
     tool_id = found.find(rf'"id":\s*"([^"]*{re.escape(tool)})"')
     if tool_id:
         yield native_tool("tool_describe", {"id": tool_id})
+
+
+#: Search tools behind which a harness defers tools it names but does not declare (Claude Code
+#: 2.1.332+ ``ToolSearch {query}``: "select:<name>,…" loads the named tools; OpenClaw
+#: ``tool_search``), in the order they are preferred.
+DEFERRED_SEARCH_TOOLS = ("ToolSearch", "tool_search", "search_tools")
+_FUNCTION_ENTRY = re.compile(r"<function>(\{.*?\})</function>", re.DOTALL)
+
+
+def _of_server(name: str, server: str) -> bool:
+    """Whether ``name`` is a tool of MCP ``server`` as harnesses spell it (``mcp__<s>__t``,
+    ``<s>__t``, a Codex namespace ``mcp__<s>/t``, ``<s>.t``)."""
+    return re.match(r"^(?:mcp__)?" + re.escape(server) + r"(?:__|/|\.)", name) is not None
+
+
+def load_deferred(turn: Turn, server: str) -> Generator[NativeTool, Observation, dict[str, str]]:
+    """What an ideal agent does when a harness declares no tool of MCP ``server`` but keeps tools
+    behind its own search tool (:data:`DEFERRED_SEARCH_TOOLS`): it fetches the server's tools
+    through that search and reads what it was shown about them. Use with
+    ``shown = yield from load_deferred(turn, "warehouse")``; the result is ``{name: description}``
+    of the server's tools the search showed (the ``<function>{…}</function>`` entries of its
+    result, else the declarations of the request that carried the result: Claude Code 2.1.332
+    answers with ``tool_reference`` blocks and declares the loaded tools from then on).
+
+    The server's tools the request announces as deferred (:attr:`Turn.deferred_tool_names`) are
+    fetched by name ("select:a,b" when the search tool documents that form, else the names as
+    keywords); when it announces none, the search is a keyword search for the server's name (so
+    a harness that lost the server's tools shows so in a search result). Nothing is yielded (and
+    ``{}`` returned) when a tool of ``server`` is declared already or no search tool is.
+    """
+    search = next((n for n in DEFERRED_SEARCH_TOOLS if n in turn.tool_names), None)
+    if search is None or any(_of_server(n, server) for n in turn.tool_names):
+        return {}
+    named = [n for n in turn.deferred_tool_names if _of_server(n, server)]
+    if not named:
+        query = server
+    elif "select:" in turn.declaration_text(search):
+        query = "select:" + ",".join(named)
+    else:
+        query = " ".join(named)
+    shown = yield native_tool(search, {"query": query})
+    found: dict[str, str] = {}
+    for m in _FUNCTION_ENTRY.finditer(shown.text or ""):
+        try:
+            spec = json.loads(m.group(1))
+        except ValueError:
+            continue
+        if isinstance(spec, dict) and isinstance(spec.get("name"), str) and _of_server(spec["name"], server):
+            found.setdefault(spec["name"], str(spec.get("description") or ""))
+    for name, description in turn.tool_descriptions.items():
+        if _of_server(name, server):
+            found.setdefault(name, description)
+    return found
+
+
+#: Codex 0.171.0+ lists skills by a short path under a root alias and states the roots first:
+#: "### Skill roots\n- `r1` = `/…/workspace/.agents/skills`" … "(file: r1/rate-card/SKILL.md)".
+_SKILL_ROOTS = re.compile(r"#+[ \t]*Skill roots[ \t]*\n((?:[ \t]*[-*][^\n]*(?:\n|$))+)", re.IGNORECASE)
+_SKILL_ROOT = re.compile(r"[-*][ \t]*`?([A-Za-z]\w*)`?[ \t]*=[ \t]*`?(/[^`\n]*?)`?[ \t]*$")
+
+
+def expand_skill_root(turn: Turn, location: str) -> str:
+    """``location`` (a skill file the harness listed) with a root alias expanded: Codex 0.171.0+
+    lists ``r1/rate-card/SKILL.md`` and defines ``r1`` in a "### Skill roots" table of the same
+    instructions (`` - `r1` = `/abs/folder` ``). A location whose first segment the shown table
+    does not define (an absolute path, a relative one) is returned as it is."""
+    head, sep, rest = location.partition("/")
+    if not sep or not head:
+        return location
+    roots: dict[str, str] = {}
+    for text in (turn.system_text, turn.history_text):
+        for block in _SKILL_ROOTS.finditer(text):
+            for line in block.group(1).splitlines():
+                m = _SKILL_ROOT.match(line.strip())
+                if m:
+                    roots[m.group(1)] = m.group(2).rstrip("/")
+    return f"{roots[head]}/{rest}" if head in roots else location
 
 
 PolicyFn = Callable[[Turn], Generator[Action, Observation, Any]]

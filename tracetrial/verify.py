@@ -139,6 +139,7 @@ REQUEST_BODIES = "gateway/bodies"
 # ``srv__tool`` (OpenClaw), ``srv/tool`` (Codex namespaces), ``srv.tool``.
 _NAME_SEP = r"(?:__|/|\.)"
 # lazy \W so that the sign of "exit code -1" belongs to the number
+_NO_SUCH_FILE = re.compile(r"[^\n]*No such file or directory[^\n]*")
 _EXIT_RE = re.compile(r"(?i)(?:exit(?:ed)?\s+(?:with\s+)?(?:code|status)|exit_code)\W{0,3}?(-?\d+)")
 # An error flag a harness wrote into a result's text (an MCP result relayed as JSON, escaped or not).
 _FALSE_FLAG_RE = re.compile(r'(?i)is_?error(?:\\|")*\s*[:=]\s*false|"success(?:\\|")*\s*:\s*true')
@@ -688,6 +689,26 @@ class VerifierContext:
         requests = self.probe_requests(action, tool=tool, main=main, turn=turn)
         ids = [norm_id(r["call_id"]) for r in requests if r.get("call_id")]
         return set(ids[:1] if first else ids)
+
+    def failed_probe_calls(self, action: str, *, main: bool | None = True) -> list[tuple[dict[str, Any], str]]:
+        """``(probe request, why)`` of each call the probe made for ``action`` (``read_file`` …)
+        whose delivered result says the call itself failed: flagged as an error, a non-zero exit
+        status stated, or "No such file or directory". Such a call showed the model nothing of
+        what it was to fetch (e.g. a path the probe read wrongly), so a pack scores what depended
+        on it unscored rather than blaming the harness for it."""
+        out: list[tuple[dict[str, Any], str]] = []
+        for r in self.probe_requests(action, main=main):
+            for d in self.deliveries(ids=[r.get("call_id")]) if r.get("call_id") else []:
+                flag, _ = d.error_flag()
+                code = stated_exit_code(d.content)
+                missing = _NO_SUCH_FILE.search(d.content)
+                if flag or (code is not None and code != 0) or missing:
+                    line = missing.group(0) if missing else next(
+                        (ln.strip() for ln in d.content.splitlines() if ln.strip()), "an empty result")
+                    why = "flagged as an error" if flag else f"exit code {code}" if code else "a missing file"
+                    out.append((r, f"{why}: {line[:160]}"))
+                    break
+        return out
 
     @property
     def final_text(self) -> str | None:

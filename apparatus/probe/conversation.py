@@ -95,7 +95,7 @@ class Conversation:
     def view(self) -> TurnView:
         """What the model was shown, as a policy reads it."""
         return TurnView(self.history_text(), self.system_text, self.tool_names, self.tool_descriptions,
-                        self.tool_parameters, self.calls())
+                        self.tool_parameters, self.calls(), self.deferred_tool_names())
 
     def calls(self) -> tuple[CallView, ...]:
         """The model's own tool calls in the request, each with the result shown for it (by call id)."""

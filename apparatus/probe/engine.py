@@ -32,7 +32,7 @@ from apparatus.probe.conversation import (
     parse,
 )
 from apparatus.probe.loader import PolicyModule
-from apparatus.probe.mapping import DEFERRED_SEARCH_TOOLS, Plan, PlannedCall, plan_action
+from apparatus.probe.mapping import Plan, PlannedCall, plan_action
 from apparatus.probe.report import (
     AbsentCapability,
     ProbeOptions,
@@ -52,7 +52,7 @@ from apparatus.probe.wire import (
     render_responses,
 )
 from tracetrial.harness import WireFormat
-from tracetrial.policy import Action, AskUser, CallTool, CallView, Final, Observation, ProviderError, Turn, TurnView
+from tracetrial.policy import DEFERRED_SEARCH_TOOLS, Action, AskUser, CallTool, CallView, Final, Observation, ProviderError, Turn, TurnView
 
 APPARATUS = "TraceTrial probe apparatus error"
 
@@ -63,7 +63,7 @@ APPARATUS = "TraceTrial probe apparatus error"
 class StoredView:
     """A :class:`~tracetrial.policy.TurnView` kept compressed: one is stored per policy step for replay."""
 
-    __slots__ = ("_calls", "_descriptions", "_history", "_parameters", "_system", "_tools")
+    __slots__ = ("_calls", "_deferred", "_descriptions", "_history", "_parameters", "_system", "_tools")
 
     def __init__(self, view: TurnView):
         self._history = zlib.compress(view.history_text.encode("utf-8"), 1)
@@ -72,6 +72,7 @@ class StoredView:
         self._descriptions = view.tool_descriptions
         self._parameters = view.tool_parameters
         self._calls = view.calls
+        self._deferred = view.deferred_tool_names
 
     @classmethod
     def of(cls, conv: Conversation) -> StoredView:
@@ -101,6 +102,10 @@ class StoredView:
     @property
     def calls(self) -> tuple[CallView, ...]:
         return self._calls
+
+    @property
+    def deferred_tool_names(self) -> tuple[str, ...]:
+        return self._deferred
 
 
 @dataclass

@@ -50,6 +50,7 @@ from typing import Any
 
 from apparatus.probe.tools import Inventory, ToolDecl
 from tracetrial.policy import (
+    DEFERRED_SEARCH_TOOLS,  # the search tools behind which a harness defers tools (one list with load_deferred)
     Action,
     AskUser,
     CallTool,
@@ -68,11 +69,6 @@ READ_TOOLS = ("Read", "read", "read_file", "ReadFile", "file_read", "view_file")
 WRITE_TOOLS = ("Write", "write", "write_file", "WriteFile", "create_file", "file_write")
 EDIT_TOOLS = ("Edit", "edit", "edit_file", "EditFile", "str_replace", "replace_in_file")
 AGENT_TOOLS = ("Agent", "Task", "spawn_agent", "sessions_spawn", "spawn_subagent", "subagent", "delegate")
-#: Search tools behind which a harness defers tools it names but does not declare (Claude Code
-#: 2.1.332+ ``ToolSearch {query, max_results}``: "select:<name>" returns the tool's schema in a
-#: ``<functions>`` block, after which the tool is callable by name). Only consulted when an MCP
-#: tool is neither declared nor reachable through a ``tool_call`` indirection.
-DEFERRED_SEARCH_TOOLS = ("ToolSearch", "tool_search", "search_tools")
 #: OpenClaw's dispatcher (Tool Search): deferred tools are called as ``tool_call {id, args}``,
 #: ``tool_describe {id}`` returns a deferred tool's schema.
 DISPATCH_TOOLS = ("tool_call", "call_tool")

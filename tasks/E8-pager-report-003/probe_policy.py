@@ -31,6 +31,9 @@ VIEW = "./payroll_report.py view"
 SUMMARY = "./payroll_report.py summary"
 #: A terminal control sequence (bold, reverse video, erase line) the pager writes around its text.
 ESCAPE_RE = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
+#: The same SGR code (bold, reset, reverse video) relayed without its ESC byte: OpenClaw 2026.6.9's
+#: ``process log`` drops it ("seal checksum id: [1mCHK-93GN-SUYG[0m").
+BARE_SGR_RE = r"\[[0-9;]*m"
 CHECKSUM_RE = r"checksum id:\s*(CHK-[A-Z0-9]{4}-[A-Z0-9]{4})\b"
 MORE_RE = r"--More-- \(page (\d+) of (\d+)"
 COVER_PAGES_RE = r"pages 2 to (\d+)"
@@ -44,8 +47,8 @@ CODEX_SESSION = r"(?i)process running with session id (\d+)"
 
 
 def plain(text):
-    """``text`` without terminal control sequences."""
-    return re.sub(ESCAPE_RE, "", text or "")
+    """``text`` without terminal control sequences (and SGR codes whose ESC byte was dropped)."""
+    return re.sub(BARE_SGR_RE, "", re.sub(ESCAPE_RE, "", text or ""))
 
 
 def pager_state(text):

@@ -17,13 +17,27 @@ A harness that keeps MCP tools behind its own search tool (OpenClaw ``tool_searc
 ``tool_call {id, args}``) declares neither tool: the agent then searches the catalog once for the
 dispatch tools, reads each entry's name and description as shown, and calls the one entry that
 books a carrier pickup through the harness's dispatcher, by the id the search showed.
+
+A harness that names MCP tools without declaring them (Claude Code 2.1.332+: "deferred tools …
+available via ToolSearch") declares neither tool either: the agent then fetches the server's tools
+through that search tool (the names the request announced as deferred, else a search for the
+server's name), reads the description each fetched tool was shown with, and applies the same rule
+as for declared tools to what the search loaded (declared from then on).
 """
 
 import json
 import re
 from collections import Counter
 
-from tracetrial.policy import await_mcp, call_tool, final, native_tool, write_file
+from tracetrial.policy import (
+    DEFERRED_SEARCH_TOOLS,
+    await_mcp,
+    call_tool,
+    final,
+    load_deferred,
+    native_tool,
+    write_file,
+)
 
 SERVER = "dispatch"
 ORDER, CARRIER, PARCELS = "SO-48213", "NORDLINE", 3
@@ -187,9 +201,17 @@ def policy(turn):
         shown = yield native_tool(dispatcher, {"id": entries[0][0], "args": arguments})
         yield from _finish(shown)
         return
+    where = "declared tool"
+    if not found and not any(_PREFIX.match(name) for name in turn.tool_names) \
+            and any(name in turn.tool_names for name in DEFERRED_SEARCH_TOOLS):
+        # the server's tools are named but deferred behind the harness's search tool: fetch them
+        # (from then on they are declared, so the checks below read the request that shows them)
+        loaded = yield from load_deferred(turn, SERVER)
+        found = [n for n, d in loaded.items() if books_pickup(n, d)]
+        where = "tool the search loaded"
     if len(found) != 1:
-        yield from _book_nothing("no declared tool books a carrier pickup" if not found else
-                                 f"{len(found)} declared tools say they book a carrier pickup ({', '.join(found)})")
+        yield from _book_nothing(f"no {where} books a carrier pickup" if not found else
+                                 f"{len(found)} {where}s say they book a carrier pickup ({', '.join(found)})")
         return
     if Counter(turn.tool_names)[found[0]] > 1:
         yield from _book_nothing(f"the tool that books a carrier pickup is declared under the name {found[0]}, "

@@ -18,12 +18,26 @@ A harness that keeps MCP tools behind its own search tool (OpenClaw ``tool_searc
 ``tool_call {id, args}``) declares neither tool: the agent then searches the catalog once for the
 reservation tools, reads each entry's name and description as shown, and calls the one entry that
 reserves on the express lane through the harness's dispatcher, by the id the search showed.
+
+A harness that names MCP tools without declaring them (Claude Code 2.1.332+: "deferred tools …
+available via ToolSearch") declares neither tool either: the agent then fetches the server's tools
+through that search tool (the names the request announced as deferred, else a search for the
+server's name), reads the description each fetched tool was shown with, and calls the one that
+reserves on the express lane — by the same rule as for declared tools.
 """
 
 import json
 import re
 
-from tracetrial.policy import await_mcp, call_tool, final, native_tool, write_file
+from tracetrial.policy import (
+    DEFERRED_SEARCH_TOOLS,
+    await_mcp,
+    call_tool,
+    final,
+    load_deferred,
+    native_tool,
+    write_file,
+)
 
 SERVER = "warehouse"
 ORDER, SKU, QUANTITY = "SO-55127", "CHR-2290-GRN", 2
@@ -171,10 +185,10 @@ def _finish(shown):
     yield final(f"Order {ORDER} reserved on the express lane: reservation {rid}.")
 
 
-def _why(found):
+def _why(found, where="declared tool"):
     if not found:
-        return "no declared tool reserves on the express lane"
-    return f"{len(found)} declared tools say they reserve on the express lane ({', '.join(found)})"
+        return f"no {where} reserves on the express lane"
+    return f"{len(found)} {where}s say they reserve on the express lane ({', '.join(found)})"
 
 
 def policy(turn):
@@ -195,8 +209,15 @@ def policy(turn):
         shown = yield native_tool(dispatcher, {"id": entries[0][0], "args": arguments})
         yield from _finish(shown)
         return
+    where = "declared tool"
+    if not found and not any(_PREFIX.match(name) for name in turn.tool_names) \
+            and any(name in turn.tool_names for name in DEFERRED_SEARCH_TOOLS):
+        # the server's tools are named but deferred behind the harness's search tool: fetch them
+        loaded = yield from load_deferred(turn, SERVER)
+        found = [n for n, d in loaded.items() if describes(n, d, "express")]
+        where = "tool the search loaded"
     if len(found) != 1:
-        yield from _reserve_null(_why(found))
+        yield from _reserve_null(_why(found, where))
         return
     shown = yield _call(found[0], arguments)
     yield from _finish(shown)

@@ -11,7 +11,7 @@ final answer ends with an account of the card it was shown, which the probe repo
 import json
 import re
 
-from tracetrial.policy import final, native_tool, read_file, write_file
+from tracetrial.policy import expand_skill_root, final, native_tool, read_file, write_file
 
 SKILL = "rate-card"
 ZONE, WEIGHT = "Z097", 38
@@ -35,7 +35,9 @@ def load(turn):
     if "Skill" in turn.tool_names:
         return native_tool("Skill", {"skill": SKILL})
     location = turn.find(LOCATION_RE, include_system=True)
-    return read_file(location) if location else None
+    # a location under a root alias (Codex 0.171.0+: "r1/<skill>/SKILL.md" with a "### Skill roots"
+    # table saying what r1 is) is read where the table says it is
+    return read_file(expand_skill_root(turn, location)) if location else None
 
 
 def policy(turn):

@@ -53,3 +53,19 @@ def test_an_omission_no_notice_covers_fails_without_a_total() -> None:
 
 def test_a_result_without_statements_passes() -> None:
     assert check_sizes(REAL[:100] + "\n[output truncated]\n", REAL) == (True, [])
+
+
+def test_openclaw_long_line_refusal_states_the_lines_size() -> None:
+    """OpenClaw 2026.6.9's ``read`` refuses a one-line dump (C1-sensor-dump-003, real cell): the
+    line's size is the dump's size; 408.1 KB against the real 418,130 bytes is within 10 %."""
+    notice = ("[Line 1 is 408.1KB, exceeds 50.0KB limit. Use bash: sed -n '1p' /w/batch.json | head -c 51200]")
+    [stmt] = size_statements(notice)
+    assert (stmt["kind"], stmt["value"], stmt["unit"], stmt.get("line")) == ("line", 408.1 * 1024, "bytes", 1)
+    one_line = "x" * 418129 + "\n"
+    ok, notes = check_sizes(notice, one_line)
+    assert ok and notes == ["line 417894 bytes vs real 418129 (ok)"]
+    assert not check_sizes(notice.replace("408.1KB", "204.0KB"), one_line)[0]  # halved: OFF
+    # line N of a longer output is that line's size, not the output's: no total is stated then
+    many = "short\n" + "y" * 417894 + "\n" + REAL
+    ok, notes = check_sizes(notice.replace("Line 1", "Line 2"), many)
+    assert notes[0] == "line 417894 bytes vs real 417894 (ok)" and not ok and "covered by no notice" in notes[-1]

@@ -464,3 +464,29 @@ def test_conversations_place_each_call_by_the_request_that_carried_its_result(tm
     assert placed == {"call2": "parent", "call3": "child"}  # the mixed request places nothing
     assert [conversation_of(e, placed) for e in events] == [None, "parent", "child"]
     assert ctx_for(tmp_path / "none", gateway=gateway).conversations("T") == {}  # no archived prompt: no reading
+
+
+def test_failed_probe_calls_reads_the_delivered_result_of_each_probe_call(tmp_path: Path) -> None:
+    """A probe call whose own result says it failed (error flag, non-zero exit, a missing file):
+    Codex 0.171.0's T5 run, where the probe read a listed short path literally."""
+    probe = {"requests": [
+        {"index": 1, "action": "read_file", "call_id": "c1", "principal": "main"},
+        {"index": 2, "action": "read_file", "call_id": "c2", "principal": "main"},
+        {"index": 3, "action": "read_file", "call_id": "c3", "principal": "main"},
+        {"index": 4, "action": "read_file", "call_id": "c4", "principal": "main"},
+        {"index": 5, "action": "shell", "call_id": "c5", "principal": "main"}]}
+    gateway = [request(2, [("c1", "Process exited with code 1\nOutput:\ncat: r1/x/SKILL.md: No such file or directory",
+                            None)], wire="responses"),
+               request(3, [("c2", "the whole file", None)], wire="responses"),
+               request(4, [("c3", "Error: EACCES", True)]),
+               request(5, [("c4", "Process exited with code 0\nOutput:\nfine", None), ("c5", "Exit code 2", None)],
+                       wire="responses"),
+               request(6, [("c1", "Process exited with code 1\nOutput:\ncat: r1/x/SKILL.md: No such file or directory",
+                            None)], wire="responses")]
+    ctx = ctx_for(tmp_path, gateway=gateway, probe=probe)
+    failed = ctx.failed_probe_calls("read_file")
+    assert [(r["call_id"], why) for r, why in failed] == [
+        ("c1", "exit code 1: cat: r1/x/SKILL.md: No such file or directory"),
+        ("c3", "flagged as an error: Error: EACCES")]
+    assert [r["call_id"] for r, _ in ctx.failed_probe_calls("shell")] == ["c5"]
+    assert ctx_for(tmp_path / "none", gateway=gateway).failed_probe_calls("read_file") == []

@@ -225,3 +225,100 @@ def test_policies_see_each_declared_tools_parameter_descriptions():
                                                        "workdir": "Defaults to the turn cwd.", "tty": ""}
         assert turn.tool_parameters["noop"] == {}
     assert Turn(1, "x").tool_parameters == {}
+
+
+# ------------------------------------------------------------------ the policy API (load_deferred)
+
+
+def test_policies_see_the_announced_deferred_names_live_and_replayed():
+    """Claude Code 2.1.332 names MCP tools in a system message and declares none of them: a policy
+    sees those names (``turn.deferred_tool_names``), live and in a stored view replayed later."""
+    from apparatus.probe.engine import StoredView
+    from tracetrial.policy import Turn
+
+    conv = parse("anthropic", _body([{"role": "user", "content": "bill it"}, _announce()], DOC["tools"]))
+    view = conv.view()
+    assert view.deferred_tool_names == conv.deferred_tool_names() and TOOL in view.deferred_tool_names
+    for seen in (view, StoredView(view)):
+        assert Turn(1, "bill it", view=seen).deferred_tool_names == conv.deferred_tool_names()
+    assert Turn(1, "x").deferred_tool_names == ()
+
+
+def _turns_around_search(messages_after: list[dict[str, Any]], tools_after: list[dict[str, Any]]):
+    from tracetrial.policy import Turn
+
+    before = parse("anthropic", _body([{"role": "user", "content": "bill it"}, _announce()], DOC["tools"])).view()
+    after = parse("anthropic", _body([{"role": "user", "content": "bill it"}, _announce(), *messages_after],
+                                     tools_after)).view()
+
+    class Shown(Turn):
+        def __init__(self) -> None:
+            super().__init__(1, "bill it", view=before)
+
+        def show(self, view: Any) -> None:
+            self._view = view
+
+    return Shown(), after
+
+
+def test_load_deferred_fetches_the_announced_tools_of_the_server_and_reads_their_descriptions():
+    from tracetrial.policy import NativeTool, Observation, load_deferred
+
+    turn, after = _turns_around_search([{"role": "assistant", "content": [DOC["search_call"]]},
+                                        {"role": "user", "content": [DOC["search_result"]]}],
+                                       DOC["tools_after_search"])
+    gen = load_deferred(turn, "billing")
+    action = next(gen)
+    assert isinstance(action, NativeTool) and action.name == "ToolSearch"
+    assert action.arguments == {"query": f"select:{TOOL}"}  # the announced name, in the documented form
+    turn.show(after)  # the next step is decided in the request that carries the result
+    with pytest.raises(StopIteration) as stop:
+        gen.send(Observation(text="[tool_reference]", call_id="toolu_1"))
+    declared = {t["name"]: t["description"] for t in DOC["tools_after_search"]}
+    assert stop.value.value == {TOOL: declared[TOOL]}
+
+
+def test_load_deferred_reads_a_functions_block_result():
+    from tracetrial.policy import Observation, load_deferred
+
+    turn, after = _turns_around_search([], DOC["tools"])
+    gen = load_deferred(turn, "billing")
+    next(gen)
+    spec = {"description": "Create an invoice.", "name": TOOL, "parameters": {"type": "object"}}
+    other = {"description": "Not ours.", "name": "mcp__tickets__get_ticket", "parameters": {}}
+    turn.show(after)
+    with pytest.raises(StopIteration) as stop:
+        gen.send(Observation(text=f"<functions>\n<function>{json.dumps(spec)}</function>\n"
+                                  f"<function>{json.dumps(other)}</function>\n</functions>"))
+    assert stop.value.value == {TOOL: "Create an invoice."}
+
+
+def test_load_deferred_searches_the_server_name_when_nothing_of_it_is_announced():
+    from tracetrial.policy import NativeTool, load_deferred
+
+    turn, _ = _turns_around_search([], DOC["tools"])
+    action = next(load_deferred(turn, "warehouse"))
+    assert isinstance(action, NativeTool) and action.arguments == {"query": "warehouse"}
+
+
+@pytest.mark.parametrize("fixture,fmt", [
+    ("claude_code-2.1.220.main.json", "anthropic"), ("codex-0.145.0.json", "responses"),
+    ("openclaw-2026.6.9.direct-mcp.documented.json", "chat"), ("reference.json", "chat"),
+])
+def test_load_deferred_does_nothing_without_a_search_tool(fixture, fmt):
+    from tracetrial.policy import Turn, TurnView, load_deferred
+
+    names = tuple(t.display for t in parse_tools(fmt, fixture_tools(fixture)))
+    assert not set(names) & set(DEFERRED_SEARCH_TOOLS)
+    with pytest.raises(StopIteration) as stop:
+        next(load_deferred(Turn(1, "x", view=TurnView(tool_names=names, deferred_tool_names=(TOOL,))), "billing"))
+    assert stop.value.value == {}
+
+
+def test_load_deferred_does_nothing_when_a_tool_of_the_server_is_declared():
+    from tracetrial.policy import Turn, TurnView, load_deferred
+
+    turn = Turn(1, "x", view=TurnView(tool_names=("ToolSearch", TOOL), deferred_tool_names=(TOOL,)))
+    with pytest.raises(StopIteration) as stop:
+        next(load_deferred(turn, "billing"))
+    assert stop.value.value == {}

@@ -257,3 +257,19 @@ def test_a_policy_sees_its_own_earlier_calls_and_which_have_a_result(parse: str,
         (tool, False, '{"invoice": "INV-1"}'), (tool, True, None)]
     assert "pay.sh" not in turn.history_text  # the model's own words stay out of history_text
     assert Turn(1, "x").calls == ()
+
+
+def test_expand_skill_root_reads_the_roots_table_it_was_shown() -> None:
+    """Codex 0.171.0 lists a skill as ``r1/<skill>/SKILL.md`` under a "### Skill roots" table."""
+    from tracetrial.policy import expand_skill_root
+
+    table = ("### Skill roots\n- `r0` = `/h/.codex/skills/.system`\n- `r1` = `/w/.agents/skills/`\n"
+             "### Available skills\n- rate-card: Rates. (file: r1/rate-card/SKILL.md)")
+    for view in (TurnView(history_text=table), TurnView(system_text=table)):
+        turn = Turn(1, "q", view=view)
+        assert expand_skill_root(turn, "r1/rate-card/SKILL.md") == "/w/.agents/skills/rate-card/SKILL.md"
+        assert expand_skill_root(turn, "r0/imagegen/SKILL.md") == "/h/.codex/skills/.system/imagegen/SKILL.md"
+        assert expand_skill_root(turn, "r2/x/SKILL.md") == "r2/x/SKILL.md"  # not in the table
+        assert expand_skill_root(turn, "/abs/x/SKILL.md") == "/abs/x/SKILL.md"
+        assert expand_skill_root(turn, ".agents/skills/x/SKILL.md") == ".agents/skills/x/SKILL.md"
+    assert expand_skill_root(Turn(1, "q"), "r1/rate-card/SKILL.md") == "r1/rate-card/SKILL.md"

@@ -575,6 +575,18 @@ def test_policy_reads_the_openclaw_log_then_kills_without_a_key() -> None:
     assert written(actions)["pager"]["pages_total"] == 6
 
 
+def test_policy_reads_sgr_codes_whose_esc_byte_the_harness_dropped() -> None:
+    """OpenClaw 2026.6.9's ``process log`` relays the pager's bold/reverse codes without their ESC
+    byte ("seal checksum id: [1mCHK-93GN-SUYG[0m"); the checksum is still what the model was shown."""
+    bare = (COVER + PROMPT).replace("\x1b", "")
+    assert "[1mCHK-7Q4M-X2KD[0m" in bare
+    actions = drive(POLICY, turn(("exec", "process", "write")),
+                    [obs("Command still running (session keen-daisy, pid 9). Use process ..."), obs(bare),
+                     obs("Termination requested for session keen-daisy."), obs(SUMMARY), obs("Wrote signoff.json")])
+    assert written(actions)["checksum_id"] == "CHK-7Q4M-X2KD"
+    assert written(actions)["pager"] == {"pages_viewed": 1, "pages_total": 6, "completed": False}
+
+
 def test_policy_without_a_shell_tool_writes_nothing() -> None:
     actions = drive(POLICY, turn(()), [Observation(absent=True, kind="absent")])
     assert len(actions) == 2 and isinstance(actions[-1], Final)

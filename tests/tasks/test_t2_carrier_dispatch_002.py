@@ -512,3 +512,114 @@ def test_the_policy_calls_nothing_when_the_catalog_shows_no_distinct_booking_ent
                                                           Observation(text="ok")])
     assert [a.name for a in actions if isinstance(a, NativeTool)] == ["tool_search"]
     assert _written(actions)["pickup_id"] is None
+
+
+# ------------------------------------------------------------------ deferred tools (Claude Code 2.1.332+)
+
+CC_SEARCH = decl("ToolSearch", None)
+CC_SEARCH["description"] = ("Fetches full schema definitions for deferred tools so they can be called. Query forms: "
+                            '"select:Read,Edit,Grep" - fetch these exact tools by name')
+CC_BUILTIN = [decl(n, None) for n in ("Agent", "Bash", "Read", "Write")] + [CC_SEARCH]
+#: What Claude Code 2.1.332 announced in the archived run: one name for the pair (its own collision)
+ANNOUNCED = ("mcp__dispatch__dispatch_create",)
+
+
+class DeferringTurn(Turn):
+    """Claude Code 2.1.332's shape: the dispatch tools only named as deferred; once ``ToolSearch``
+    loaded them, the next request declares them (with their descriptions)."""
+
+    def __init__(self, loaded: list[dict[str, Any]], announced: tuple[str, ...] = ANNOUNCED) -> None:
+        self.loaded = loaded
+        super().__init__(1, TASK.prompt, view=self._view_of(CC_BUILTIN, announced))
+
+    @staticmethod
+    def _view_of(decls: list[dict[str, Any]], announced: tuple[str, ...]) -> TurnView:
+        return TurnView(tool_names=tuple(display(d) for d in decls),
+                        tool_descriptions=tuple((display(d), d["description"]) for d in decls),
+                        deferred_tool_names=announced)
+
+    def searched(self) -> None:
+        self._view = self._view_of(CC_BUILTIN + self.loaded, self._view.deferred_tool_names)  # type: ignore[attr-defined]
+
+
+def _drive_deferred(turn: DeferringTurn, result: str = json.dumps({"pickup_id": PID})) -> list[Any]:
+    def respond(action: Any) -> Observation:
+        if isinstance(action, NativeTool) and action.name == "ToolSearch":
+            turn.searched()
+            return Observation(text="[tool_reference]", call_id="cs")
+        if isinstance(action, (CallTool, NativeTool)):
+            return Observation(text=result, call_id="c1")
+        return Observation(text="ok")
+    return drive_policy(POLICY, turn, respond)
+
+
+def test_the_policy_fetches_the_deferred_tool_and_books_when_it_says_it_books() -> None:
+    actions = _drive_deferred(DeferringTurn([decl("mcp__dispatch__dispatch_create", "booking")]))
+    search = actions[0]
+    assert isinstance(search, NativeTool) and search.name == "ToolSearch"
+    assert search.arguments == {"query": "select:mcp__dispatch__dispatch_create"}
+    call = actions[1]
+    assert isinstance(call, CallTool) and call.server == "dispatch" and call.tool == "dispatch_create"
+    assert dict(call.arguments) == ARGS and _written(actions) == GOOD
+
+
+@pytest.mark.parametrize("loaded", [COLLIDED, SHARED, []], ids=["draft-only", "shared-name", "nothing"])
+def test_the_policy_books_nothing_unless_the_search_loads_one_distinct_booking_tool(
+        loaded: list[dict[str, Any]]) -> None:
+    actions = _drive_deferred(DeferringTurn(loaded))
+    assert [a.name for a in actions if isinstance(a, NativeTool)] == ["ToolSearch"]
+    assert not any(isinstance(a, CallTool) for a in actions)
+    assert _written(actions)["pickup_id"] is None
+
+
+def test_the_policy_searches_the_server_name_when_nothing_is_announced() -> None:
+    actions = _drive_deferred(DeferringTurn([], announced=()))
+    assert isinstance(actions[0], NativeTool) and actions[0].arguments == {"query": "dispatch"}
+
+
+def deferred_run(tmp: Path, *, searched: bool) -> VerifierContext:
+    """A Claude Code 2.1.332 run: request 0 declares ToolSearch and no dispatch tool; after the
+    search the later requests declare both tools and the booking one is called (``searched``),
+    else the model wrote pickup_id null without searching."""
+    ws = tmp / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    first = {"index": 0, "wire_format": "anthropic", "status": 200, "error": None, "tools": CC_BUILTIN,
+             "tool_results": []}
+    if not searched:
+        (ws / "pickup.json").write_text(json.dumps({**GOOD, "pickup_id": None}))
+        reqs = [{"index": 0, "action": "write_file", "mapped_tool": "Write", "call_id": "cw", "principal": "main"}]
+        return VerifierContext(workspace=ws, baseline=ws, truth=TRUTH, oracle=None, events=[],
+                               gateway=[first, {**first, "index": 1}], probe={"requests": reqs},
+                               ledgers={"dispatch": ledger()}, run_dir=tmp)
+    (ws / "pickup.json").write_text(json.dumps(GOOD))
+    loaded = CC_BUILTIN + FORMS["reference-hashed"]
+    gateway = [first] + [{"index": i, "wire_format": "anthropic", "status": 200, "error": None, "tools": loaded,
+                          "tool_results": [{"id": "cs", "content": "[tool_reference mcp__dispatch__x]"}]}
+                         for i in (1, 2, 3)]
+    booking = display(FORMS["reference-hashed"][0])
+    reqs = [{"index": 0, "action": "native_tool", "mapped_tool": "ToolSearch", "call_id": "cs", "principal": "main",
+             "arguments": {"query": "dispatch"}},
+            {"index": 1, "action": "call_tool", "mapped_tool": booking, "call_id": "c1", "principal": "main",
+             "arguments": ARGS},
+            {"index": 2, "action": "write_file", "mapped_tool": "Write", "call_id": "cw", "principal": "main"}]
+    return VerifierContext(workspace=ws, baseline=ws, truth=TRUTH, oracle=None, events=[], gateway=gateway,
+                           probe={"requests": reqs}, ledgers={"dispatch": ledger(BOOK)}, run_dir=tmp)
+
+
+def test_deferred_tools_fetched_by_the_model_are_judged_where_they_are_declared(tmp_path: Path) -> None:
+    out = verdicts(deferred_run(tmp_path, searched=True))
+    assert all(v[0] for v in out.values()), out
+    assert out[H1][1].startswith("request 1 ")
+
+
+def test_tools_behind_a_search_the_model_never_called_leave_h1_unscored(tmp_path: Path) -> None:
+    """The archived Claude Code 2.1.332 run: ToolSearch declared, the dispatch tool only named as
+    deferred, the probe never searched - not a harness failure (rule 12)."""
+    out = verdicts(deferred_run(tmp_path, searched=False))
+    assert out[H1][0] is None and "never searched" in out[H1][1] and "ToolSearch" in out[H1][1]
+    assert not out[A1][0] and out[A2][0] and out[H2][0]
+
+
+def test_a_search_that_showed_no_dispatch_tool_still_fails_h1(tmp_path: Path) -> None:
+    ctx = catalog_run(tmp_path, "[]", call=None, served=[], out={**GOOD, "pickup_id": None})
+    assert failed(ctx) == {H1, A1} and verdicts(ctx)[H1][0] is False

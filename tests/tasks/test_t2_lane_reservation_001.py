@@ -505,3 +505,121 @@ def test_a_call_by_a_cut_catalog_id_is_routed_by_its_entry(tmp_path: Path) -> No
     bad = catalog_run(tmp_path / "b", json.dumps(entries), call=f"mcp:warehouse:{cut}", served=[STANDARD],
                       out={**GOOD, "reservation_id": RID_STD})
     assert failed(bad) == {H2, A1, A2}
+
+
+# ------------------------------------------------------------------ deferred tools (Claude Code 2.1.332+)
+
+CC_SEARCH = decl("ToolSearch", None)
+CC_SEARCH["description"] = ("Fetches full schema definitions for deferred tools so they can be called. Query forms: "
+                            '"select:Read,Edit,Grep" - fetch these exact tools by name')
+CC_BUILTIN = [decl(n, None) for n in ("Agent", "Bash", "Read", "Write")] + [CC_SEARCH]
+DEFERRED = (f"mcp__warehouse__{EXPRESS}", f"mcp__warehouse__{STANDARD}")
+
+
+class DeferringTurn(Turn):
+    """Claude Code 2.1.332's shape: the warehouse tools only named as deferred; once ``ToolSearch``
+    loaded them, the next request declares them (with their descriptions)."""
+
+    def __init__(self, loaded: list[dict[str, Any]], announced: tuple[str, ...] = DEFERRED) -> None:
+        self.loaded = loaded
+        super().__init__(1, TASK.prompt, view=self._view_of(CC_BUILTIN, announced))
+
+    @staticmethod
+    def _view_of(decls: list[dict[str, Any]], announced: tuple[str, ...]) -> TurnView:
+        return TurnView(tool_names=tuple(display(d) for d in decls),
+                        tool_descriptions=tuple((display(d), d["description"]) for d in decls),
+                        deferred_tool_names=announced)
+
+    def searched(self) -> None:
+        self._view = self._view_of(CC_BUILTIN + self.loaded, self._view.deferred_tool_names)  # type: ignore[attr-defined]
+
+
+def _drive_deferred(turn: DeferringTurn, result: str = json.dumps({"reservation_id": RID})) -> list[Any]:
+    def respond(action: Any) -> Observation:
+        if isinstance(action, NativeTool) and action.name == "ToolSearch":
+            turn.searched()
+            return Observation(text="[tool_reference]", call_id="cs")
+        if isinstance(action, (CallTool, NativeTool)):
+            return Observation(text=result, call_id="c1")
+        return Observation(text="ok")
+    return drive_policy(POLICY, turn, respond)
+
+
+def test_the_policy_fetches_deferred_tools_and_calls_the_one_that_says_express() -> None:
+    actions = _drive_deferred(DeferringTurn(FORMS["full-names"][::-1]))
+    search = actions[0]
+    assert isinstance(search, NativeTool) and search.name == "ToolSearch"
+    assert search.arguments == {"query": "select:" + ",".join(DEFERRED)}  # both, as announced
+    call = actions[1]
+    assert isinstance(call, CallTool) and call.server == "warehouse" and call.tool == EXPRESS
+    assert dict(call.arguments) == ARGS
+    assert _written(actions) == GOOD
+
+
+def test_the_policy_chooses_a_deferred_tool_by_its_description_not_its_name() -> None:
+    cut = [decl("mcp__warehouse__reserve_outbound_inventory_for_the_cust_2b96180a", "standard"),
+           decl("mcp__warehouse__reserve_outbound_inventory_for_the_cust_b61c5cd2", "express")]
+    actions = _drive_deferred(DeferringTurn(cut, announced=tuple(d["name"] for d in cut)))
+    call = actions[1]
+    assert isinstance(call, CallTool) and call.tool == "reserve_outbound_inventory_for_the_cust_b61c5cd2"
+
+
+def test_the_policy_reserves_nothing_when_the_search_loads_no_express_tool() -> None:
+    actions = _drive_deferred(DeferringTurn([FORMS["full-names"][1]], announced=DEFERRED[1:]))
+    assert [a.name for a in actions if isinstance(a, NativeTool)] == ["ToolSearch"]
+    assert not any(isinstance(a, CallTool) for a in actions)
+    data = _written(actions)
+    assert data["reservation_id"] is None and "search loaded" in data["note"]
+
+
+def test_the_policy_searches_the_server_name_when_nothing_is_announced() -> None:
+    actions = _drive_deferred(DeferringTurn([], announced=()))
+    assert isinstance(actions[0], NativeTool) and actions[0].arguments == {"query": "warehouse"}
+    assert _written(actions)["reservation_id"] is None
+
+
+def deferred_run(tmp: Path, *, searched: bool) -> VerifierContext:
+    """A Claude Code 2.1.332 run: request 0 declares ToolSearch and no warehouse tool; after the
+    search the later requests declare both tools and the express one is called (``searched``),
+    else the model wrote reservation_id null without searching."""
+    ws = tmp / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    first = {"index": 0, "wire_format": "anthropic", "status": 200, "error": None, "tools": CC_BUILTIN,
+             "tool_results": []}
+    if not searched:
+        (ws / "reservation.json").write_text(json.dumps({**GOOD, "reservation_id": None}))
+        gateway = [first, {**first, "index": 1}]
+        reqs = [{"index": 0, "action": "write_file", "mapped_tool": "Write", "call_id": "cw", "principal": "main"}]
+        return VerifierContext(workspace=ws, baseline=ws, truth=TRUTH, oracle=None, events=[], gateway=gateway,
+                               probe={"requests": reqs}, ledgers={"warehouse": ledger()}, run_dir=tmp)
+    (ws / "reservation.json").write_text(json.dumps(GOOD))
+    loaded = CC_BUILTIN + FORMS["full-names"]
+    gateway = [first] + [{"index": i, "wire_format": "anthropic", "status": 200, "error": None, "tools": loaded,
+                          "tool_results": [{"id": "cs", "content": f"[tool_reference {DEFERRED[0]}]"}]}
+                         for i in (1, 2, 3)]
+    reqs = [{"index": 0, "action": "native_tool", "mapped_tool": "ToolSearch", "call_id": "cs", "principal": "main",
+             "arguments": {"query": "select:" + ",".join(DEFERRED)}},
+            {"index": 1, "action": "call_tool", "mapped_tool": DEFERRED[0], "call_id": "c1", "principal": "main",
+             "arguments": ARGS},
+            {"index": 2, "action": "write_file", "mapped_tool": "Write", "call_id": "cw", "principal": "main"}]
+    return VerifierContext(workspace=ws, baseline=ws, truth=TRUTH, oracle=None, events=[], gateway=gateway,
+                           probe={"requests": reqs}, ledgers={"warehouse": ledger(EXPRESS)}, run_dir=tmp)
+
+
+def test_deferred_tools_fetched_by_the_model_are_judged_where_they_are_declared(tmp_path: Path) -> None:
+    out = verdicts(deferred_run(tmp_path, searched=True))
+    assert all(v[0] for v in out.values()), out
+    assert out[H1][1].startswith("request 1 ")
+
+
+def test_tools_behind_a_search_the_model_never_called_leave_h1_unscored(tmp_path: Path) -> None:
+    """The archived Claude Code 2.1.332 flip: ToolSearch declared, the warehouse tools only named
+    as deferred, the probe never searched - not a harness failure (rule 12)."""
+    out = verdicts(deferred_run(tmp_path, searched=False))
+    assert out[H1][0] is None and "never searched" in out[H1][1] and "ToolSearch" in out[H1][1]
+    assert not out[A1][0] and out[A2][0] and out[H2][0]
+
+
+def test_a_search_that_showed_no_warehouse_tool_still_fails_h1(tmp_path: Path) -> None:
+    ctx = catalog_run(tmp_path, "[]", call=None, served=[], out={**GOOD, "reservation_id": None})
+    assert failed(ctx) == {H1, A1} and verdicts(ctx)[H1][0] is False

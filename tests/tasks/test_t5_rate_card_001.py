@@ -118,3 +118,33 @@ def test_policy_without_a_skill_channel_writes_nothing() -> None:
 def test_policy_does_not_embed_the_rate() -> None:
     src = (PACK / "probe_policy.py").read_text()
     assert str(TRUTH["rate_cents_per_kg"]) not in src and TRUTH["checksum"] not in src
+
+
+# ------------------------------------------------------------------ Codex 0.171.0: skills listed under a root alias
+
+CODEX_ROOTS = ("<skills_instructions>\n## Skills\n### Skill roots\n"
+               "- `r0` = `/home/u/.codex/skills/.system`\n- `r1` = `/tmp/run/workspace/.agents/skills`\n"
+               "### Available skills\n- imagegen: Generate images. (file: r0/imagegen/SKILL.md)\n"
+               "- rate-card: The skill. (file: r1/rate-card/SKILL.md)\n</skills_instructions>")
+
+
+def test_policy_reads_a_listed_short_path_under_its_skill_root() -> None:
+    """Codex 0.171.0 lists 'r1/rate-card/SKILL.md' and defines r1 in its Skill roots table: the
+    probe reads the expanded absolute path (read literally it was 'No such file or directory')."""
+    acts = drive(TurnView(history_text=CODEX_ROOTS, tool_names=("exec_command",)), TurnView(history_text=BODY), BODY)
+    assert isinstance(acts[0], ReadFile) and acts[0].path == "/tmp/run/workspace/.agents/skills/rate-card/SKILL.md"
+
+
+def test_policy_keeps_an_absolute_listed_path_as_it_is() -> None:
+    listed = TurnView(history_text="- rate-card: The skill. (file: /ws/.agents/skills/rate-card/SKILL.md)",
+                      tool_names=("exec_command",))
+    acts = drive(listed, TurnView(history_text=BODY), BODY)
+    assert isinstance(acts[0], ReadFile) and acts[0].path == "/ws/.agents/skills/rate-card/SKILL.md"
+
+
+def test_a_failed_probe_load_leaves_h1_unscored(tmp_path: Path) -> None:
+    """The archived Codex 0.171.0 flip: the probe's read of the short path failed; that is not the
+    harness failing to relay the skill."""
+    out = SCORE.score(SELFTEST._ctx(tmp_path, final=SELFTEST.CUT, quote=None, load_failed=True))
+    assert out[H1][0] is None and "No such file or directory" in out[H1][1]
+    assert out[A1][0] is False

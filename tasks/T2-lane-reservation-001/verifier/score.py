@@ -18,6 +18,11 @@ cannot be the key.
   declares no warehouse tool but keeps MCP tools behind its catalog search (OpenClaw
   ``tool_search``; rule 12) is judged on the entries its search results showed the model (name and
   description; such entries carry no schema).
+  A harness that names MCP tools without declaring them (Claude Code 2.1.332+: deferred behind
+  ``ToolSearch``) is judged on the first request that declares them once the model fetched them;
+  when no request declares a warehouse tool, no search showed one, a request declares such a search
+  tool and the model never called it, H1 is unscored (rule 12: not shown whether the harness
+  offered the tools — a probe gap, never a harness verdict).
 * H2 — the lanes of the reservation calls the model made (probe report: the declaration each
   call was mapped to, in the request it was decided in; without a probe report, the Trace IR's
   tool events), in order, equal the lanes of the reservation requests the warehouse served
@@ -48,7 +53,7 @@ SEARCH_TOOLS = frozenset({"toolsearch", "searchtools"})
 #: Ledger error codes after which the request never reached a tool.
 NOT_REACHED = frozenset({"UNKNOWN_TOOL", "REQUEST_CAP_EXCEEDED"})
 
-Verdict = tuple[bool, str]
+Verdict = tuple[bool | None, str]
 Decl = Mapping[str, Any]
 
 
@@ -144,17 +149,34 @@ def _json_values(text: str) -> list[Any]:
         i = end
 
 
+def search_calls(ctx: VerifierContext) -> set[str]:
+    """The call ids (``norm_id``) of the model's calls to a catalog search tool (probe report;
+    without one, the Trace IR's tool events)."""
+    reqs = ctx.probe_requests()
+    if reqs:
+        return {norm_id(r["call_id"]) for r in reqs if r.get("call_id")
+                and norm_id(bare_tool_name(str(r.get("mapped_tool") or ""))) in SEARCH_TOOLS}
+    return {norm_id(i) for e in ctx.tool_events() if norm_id(bare_tool_name(e.tool_call.name)) in SEARCH_TOOLS
+            for i in (e.tool_call.id, e.tool_call.native_tool_call_id) if i}
+
+
+def search_declared(ctx: VerifierContext) -> tuple[object, list[str]] | None:
+    """``(index, names)`` of the first answered request that declares a search tool behind which a
+    harness keeps tools it does not declare (Claude Code 2.1.332+ ``ToolSearch``, which names
+    deferred MCP tools in a system message; OpenClaw ``tool_search``), else None."""
+    for req in ctx.answered():
+        names = sorted({str(t.get("name")) for t in req.get("tools") or [] if isinstance(t, Mapping)
+                        and norm_id(bare_tool_name(str(t.get("name") or ""))) in SEARCH_TOOLS})
+        if names:
+            return req.get("index"), names
+    return None
+
+
 def catalog(ctx: VerifierContext) -> tuple[list[dict[str, Any]], str]:
     """The tool entries (objects with a string ``name`` and ``description``) that the results of
     the model's catalog-search calls showed it, distinct by name, as declarations without a schema;
     and where they came from."""
-    reqs = ctx.probe_requests()
-    if reqs:
-        ids = {norm_id(r["call_id"]) for r in reqs if r.get("call_id")
-               and norm_id(bare_tool_name(str(r.get("mapped_tool") or ""))) in SEARCH_TOOLS}
-    else:
-        ids = {norm_id(i) for e in ctx.tool_events() if norm_id(bare_tool_name(e.tool_call.name)) in SEARCH_TOOLS
-               for i in (e.tool_call.id, e.tool_call.native_tool_call_id) if i}
+    ids = search_calls(ctx)
     found: dict[str, dict[str, Any]] = {}
 
     def walk(value: Any, depth: int) -> None:
@@ -215,6 +237,16 @@ def h1(ctx: VerifierContext, truth: Truth) -> Verdict:
         # the harness keeps MCP tools behind its catalog search (rule 12): what the search showed
         return judge_inventory(entries, truth, f"no request declares a warehouse tool; catalog: {where}")
     n = len(ctx.answered())
+    searchable = search_declared(ctx)
+    if searchable is not None and not search_calls(ctx):
+        # rule 12: the harness may keep the server's tools behind its search tool (Claude Code
+        # 2.1.332 names them as deferred and declares only ToolSearch); the model never searched,
+        # so whether they were offered is not shown — a probe gap, not a harness verdict
+        index, names = searchable
+        return None, (f"none of the {n} answered request(s) declares a warehouse tool, but request {index} "
+                      f"declares {', '.join(names)}, behind which the harness keeps tools it does not "
+                      "declare, and the model never searched it: not shown whether the harness offered "
+                      "the warehouse tools (unscored)")
     return False, f"none of the {n} answered request(s) declares a warehouse tool, and no catalog search showed one"
 
 

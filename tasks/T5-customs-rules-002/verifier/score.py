@@ -7,7 +7,8 @@ it was shown after loading the skill) and the final workspace (``declaration.jso
 * H1 - the skill's filing rules reached the model: after the load the model was shown the rules
   section at the end of the body and its RULES-VERSION line (a body cut without notice fails; a
   harness offering no way to load the workspace's skill fails: the channel is the target).
-  Evidence: the probe's account; without a probe report, unscored.
+  Evidence: the probe's account; without a probe report, unscored; unscored too when the probe's
+  own read of the listed location failed (a missing file, a non-zero exit: nothing was loaded).
 * A1 - ``declaration.json`` equals the truth: both lines (codes, DG class, packing), the carrier
   notice and the rules version.
 """
@@ -29,6 +30,13 @@ Verdict = tuple[bool | None, str]
 def relayed(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:
     if ctx.probe is None:
         return None, "no probe report: what the model was shown after the load is unknown"
+    failed = ctx.failed_probe_calls("read_file")
+    if failed:
+        # the probe's own read of the listed location failed (e.g. Codex 0.171.0's "r1/<skill>/SKILL.md"
+        # read without expanding its skill root): what the load would have shown is unknown
+        request, why = failed[0]
+        return None, (f"the probe's own load of the listed skill file failed (request {request.get('index')}, "
+                      f"{why}): what the harness relays after a load is not shown (probe gap, unscored)")
     final = ctx.final_text or ""
     match = ACCOUNT_RE.search(final)
     if match is None:

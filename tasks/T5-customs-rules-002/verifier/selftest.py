@@ -30,15 +30,22 @@ def _score() -> types.ModuleType:
     return mod
 
 
-def _ctx(root: Path, *, final: str, decl: dict[str, Any] | None = GOOD, probe: bool = True) -> VerifierContext:
+def _ctx(root: Path, *, final: str, decl: dict[str, Any] | None = GOOD, probe: bool = True,
+         load_failed: bool = False) -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
     if decl is not None:
         (ws / "declaration.json").write_text(json.dumps(decl))
+    gateway: list[dict[str, Any]] = []
     report = {"requests": [{"index": i, "kind": "main", "turn": 1} for i in range(3)], "absent_capabilities": [],
               "final_text": f"Filed. {final}"} if probe else None
-    return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=[], gateway=[], probe=report,
+    if load_failed and report is not None:  # the probe read the listed short path literally (Codex 0.171.0)
+        report["requests"][1].update(action="read_file", mapped_tool="exec_command", call_id="c1",
+                                     arguments={"cmd": "cat -- r1/customs-classifier/SKILL.md"})
+        gateway.append({"index": 2, "wire_format": "responses", "status": 200, "tools": [], "tool_results": [
+            {"id": "c1", "content": "Process exited with code 1\nOutput:\ncat: r1/customs-classifier/SKILL.md: No such file or directory\n"}]})
+    return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=[], gateway=gateway, probe=report,
                            ledgers={}, run_dir=root)
 
 
@@ -56,11 +63,15 @@ def main() -> int:
         ("no skill channel", dict(final="This harness offers no way to load the skill. " + CUT, decl=None),
          {"H1-skill-rules-relayed", "A1-declaration-correct"}),
         ("wrong packing", dict(final=SHOWN, decl={**GOOD, "carrier_notice": None}), {"A1-declaration-correct"}),
+        # the probe's own load failed (a short path read literally): H1 unscored, never failed
+        ("probe load failed", {"final": CUT, "decl": None, "load_failed": True}, {"A1-declaration-correct"}),
     ]
+    unscored = {"probe load failed": {"H1-skill-rules-relayed"}}
     bad = 0
     for name, kwargs, want in cases:
         with tempfile.TemporaryDirectory() as tmp:
             out = score(_ctx(Path(tmp), **kwargs))
+        bad += {k for k, (ok, _) in out.items() if ok is None} != unscored.get(name, set())
         got = {k for k, (ok, _) in out.items() if ok is False}
         status = "ok" if got == want else "MISMATCH"
         bad += got != want

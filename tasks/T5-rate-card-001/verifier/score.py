@@ -8,7 +8,8 @@ and the final workspace (``quote.json``).
   the card (120) and its closing checksum line. Fails when the load was offered but the body came
   short (a cut without notice); fails when the harness offers no way to load the workspace's skill
   (for T5 the skill channel is the target: its absence is the measured result). Evidence: the
-  probe report (its account); without a probe report, unscored.
+  probe report (its account); without a probe report, unscored; unscored too when the probe's own
+  read of the listed location failed (a missing file, a non-zero exit: nothing was loaded).
 * A1 - ``quote.json`` quotes Z097 at the card's rate for 38 kg with the card's checksum.
 """
 
@@ -29,6 +30,13 @@ Verdict = tuple[bool | None, str]
 def relayed(ctx: VerifierContext, truth: dict[str, Any]) -> Verdict:
     if ctx.probe is None:
         return None, "no probe report: what the model was shown after the load is unknown"
+    failed = ctx.failed_probe_calls("read_file")
+    if failed:
+        # the probe's own read of the listed location failed (e.g. Codex 0.171.0's "r1/<skill>/SKILL.md"
+        # read without expanding its skill root): what the load would have shown is unknown
+        request, why = failed[0]
+        return None, (f"the probe's own load of the listed skill file failed (request {request.get('index')}, "
+                      f"{why}): what the harness relays after a load is not shown (probe gap, unscored)")
     final = ctx.final_text or ""
     match = ACCOUNT_RE.search(final)
     if match is None:

@@ -31,15 +31,22 @@ def _score() -> types.ModuleType:
     return mod
 
 
-def _ctx(root: Path, *, final: str, quote: dict[str, Any] | None = GOOD, probe: bool = True) -> VerifierContext:
+def _ctx(root: Path, *, final: str, quote: dict[str, Any] | None = GOOD, probe: bool = True,
+         load_failed: bool = False) -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
     if quote is not None:
         (ws / "quote.json").write_text(json.dumps(quote))
+    gateway: list[dict[str, Any]] = []
     report = {"requests": [{"index": i, "kind": "main", "turn": 1} for i in range(3)], "absent_capabilities": [],
               "final_text": f"Quoted. {final}"} if probe else None
-    return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=[], gateway=[], probe=report,
+    if load_failed and report is not None:  # the probe read the listed short path literally (Codex 0.171.0)
+        report["requests"][1].update(action="read_file", mapped_tool="exec_command", call_id="c1",
+                                     arguments={"cmd": "cat -- r1/rate-card/SKILL.md"})
+        gateway.append({"index": 2, "wire_format": "responses", "status": 200, "tools": [], "tool_results": [
+            {"id": "c1", "content": "Process exited with code 1\nOutput:\ncat: r1/rate-card/SKILL.md: No such file or directory\n"}]})
+    return VerifierContext(workspace=ws, baseline=base, truth=TRUTH, oracle=None, events=[], gateway=gateway, probe=report,
                            ledgers={}, run_dir=root)
 
 
@@ -53,11 +60,15 @@ def main() -> int:
                                         "Skill: rows=0; zone=missing; checksum=missing.", quote=None),
          {"H1-skill-body-relayed", "A1-quote-correct"}),
         ("wrong total", dict(final=WHOLE, quote={**GOOD, "total_cents": 1}), {"A1-quote-correct"}),
+        # the probe's own load failed (a short path read literally): H1 unscored, never failed
+        ("probe load failed", {"final": CUT, "quote": None, "load_failed": True}, {"A1-quote-correct"}),
     ]
+    unscored = {"probe load failed": {"H1-skill-body-relayed"}}
     bad = 0
     for name, kwargs, want in cases:
         with tempfile.TemporaryDirectory() as tmp:
             out = score(_ctx(Path(tmp), **kwargs))
+        bad += {k for k, (ok, _) in out.items() if ok is None} != unscored.get(name, set())
         got = {k for k, (ok, _) in out.items() if ok is False}
         status = "ok" if got == want else "MISMATCH"
         bad += got != want
