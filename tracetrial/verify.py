@@ -68,6 +68,7 @@ import yaml
 
 from tracetrial.declarations import shell_state_declared
 from tracetrial.files import load_yaml
+from tracetrial.harness_text import task_notifications
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
 
 # The Trace IR types a pack's verifier reads and its selftest builds (rule 13): packs import only
@@ -122,6 +123,7 @@ __all__ = [
     "size_statements",
     "stated_exit_code",
     "strings",
+    "task_notifications",
     "tool_call_arguments",
     "tool_entries",
 ]
@@ -522,6 +524,26 @@ class VerifierContext:
                 if content is not None and not _found(content, d.content):
                     continue
                 out.append(d)
+        return out
+
+    def notifications(self) -> list[Delivery]:
+        """Each background-task event the harness pushed to the model, once, in the order first
+        shown, as a delivery of the call it names: a ``<task-notification>`` block in the last user
+        text of an answered request (Claude Code re-invokes the model with one when a background
+        job or child ends), ``call_id`` its ``tool-use-id`` (else its ``task-id``), ``content``
+        the block as shown, ``result["pushed"]`` True. Only what the gateway recorded as the last
+        user text counts (a block the harness sends bare, as the whole user text, is recorded as
+        harness-injected and not seen here)."""
+        seen: set[str] = set()
+        out = []
+        for request in self.answered():
+            for fields in task_notifications(as_text(request.get("last_user_text"))):
+                block = fields["text"]
+                if block in seen:
+                    continue
+                seen.add(block)
+                named = fields.get("tool-use-id") or fields.get("task-id")
+                out.append(Delivery(request, {"id": named, "content": block, "pushed": True}))
         return out
 
     def answered(self) -> list[dict[str, Any]]:
