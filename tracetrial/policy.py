@@ -70,11 +70,13 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
-from tracetrial.declarations import shell_state_declared
+from tracetrial.declarations import PERSISTENT_ON_SUCCESS, STAYS, cwd_after, shell_state_declared
 from tracetrial.handlers import Call, Reply
 from tracetrial.harness_text import task_notifications
 
 __all__ = [
+    "PERSISTENT_ON_SUCCESS",
+    "STAYS",
     "MCP_WAITS",
     "MCP_WAIT_TOOL",
     "Action",
@@ -102,6 +104,7 @@ __all__ = [
     "await_mcp",
     "await_pushed",
     "call_tool",
+    "cwd_after",
     "edit_file",
     "final",
     "learn_schema",

@@ -66,7 +66,7 @@ from typing import Any
 
 import yaml
 
-from tracetrial.declarations import shell_state_declared
+from tracetrial.declarations import PERSISTENT_ON_SUCCESS, STAYS, cwd_after, shell_state_declared
 from tracetrial.files import load_yaml
 from tracetrial.harness_text import task_notifications
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
@@ -88,6 +88,8 @@ from tracetrial.trace import (
 )
 
 __all__ = [
+    "PERSISTENT_ON_SUCCESS",
+    "STAYS",
     "COMMAND_KEYS",
     "REQUEST_BODIES",
     "SIZE_TOLERANCE",
@@ -112,6 +114,7 @@ __all__ = [
     "call_ids",
     "check_sizes",
     "conversation_of",
+    "cwd_after",
     "is_main",
     "is_spawn",
     "load_yaml",
@@ -525,6 +528,17 @@ class VerifierContext:
                     continue
                 out.append(d)
         return out
+
+    def call_succeeded(self, event: ToolEvent) -> bool | None:
+        """Whether ``event``'s call succeeded by what the model was shown of it: ``False`` when its
+        first delivered result carries an error flag or states a non-zero exit status, ``True`` when
+        it is delivered with neither, ``None`` when no result was delivered. (What a harness that
+        persists the working directory only after a successful command decides by.)"""
+        shown = self.deliveries(ids=call_ids(event))
+        if not shown:
+            return None
+        code = stated_exit_code(shown[0].content)
+        return not (shown[0].error_flag()[0] is True or code not in (None, 0))
 
     def notifications(self) -> list[Delivery]:
         """Each background-task event the harness pushed to the model, once, in the order first
