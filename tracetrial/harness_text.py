@@ -22,8 +22,8 @@ def is_harness_injected(text: str) -> bool:
     return bool(HARNESS_INJECTED.match(text))
 
 
-_NOTIFICATION_RE = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
-_FIELD_RE = re.compile(r"<([a-z][\w-]*)>(.*?)</\1>", re.S)
+_NOTIFICATION_RE = re.compile(r"<task-notification>(.*?)</task-notification>", re.DOTALL)
+_FIELD_RE = re.compile(r"<([a-z][\w-]*)>(.*?)</\1>", re.DOTALL)
 
 
 def task_notifications(text: str | None) -> list[dict[str, str]]:

@@ -75,10 +75,12 @@ from tracetrial.handlers import Call, Reply
 from tracetrial.harness_text import task_notifications
 
 __all__ = [
-    "PERSISTENT_ON_SUCCESS",
-    "STAYS",
+    "JOB_OUTPUT_TOOLS",
+    "MAX_PUSH_WAITS",
     "MCP_WAITS",
     "MCP_WAIT_TOOL",
+    "PERSISTENT_ON_SUCCESS",
+    "STAYS",
     "Action",
     "AskUser",
     "Call",
@@ -98,8 +100,6 @@ __all__ = [
     "TurnView",
     "Wait",
     "WriteFile",
-    "JOB_OUTPUT_TOOLS",
-    "MAX_PUSH_WAITS",
     "ask_user",
     "await_mcp",
     "await_pushed",

@@ -88,12 +88,12 @@ from tracetrial.trace import (
 )
 
 __all__ = [
-    "PERSISTENT_ON_SUCCESS",
-    "STAYS",
     "COMMAND_KEYS",
+    "PERSISTENT_ON_SUCCESS",
     "REQUEST_BODIES",
     "SIZE_TOLERANCE",
     "SPAWN_TOOLS",
+    "STAYS",
     "AssistantMessageEvent",
     "Delivery",
     "EventBase",
