@@ -53,7 +53,9 @@ such requests by repeating its final text.
 Helpers for what every pack's ideal agent does the same way: ``yield from await_mcp(turn,
 "bank")`` before the first call to an MCP server that a harness may still be connecting (Claude
 Code's ``WaitForMcpServers``); ``shell_state_declared(turn.declaration_text(tool))`` for what a
-shell tool states about ``cd`` and exported variables across calls.
+shell tool states about ``cd`` and exported variables across calls; ``pushed_job_ends(turn)`` and
+``ends = yield from await_pushed(turn, keys, note)`` for a background job whose end the harness
+only pushes (no tool to ask for it).
 
 A pack's simulator module (``simulators/<service>.py``) uses the handler API, re-exported
 here so that a pack imports only this module and :mod:`tracetrial.verify`::
@@ -69,13 +71,18 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
-from tracetrial.declarations import shell_state_declared
+from tracetrial.declarations import PERSISTENT_ON_SUCCESS, STAYS, cwd_after, shell_state_declared
 from tracetrial.handlers import Call, Reply
+from tracetrial.harness_text import task_notifications
 
 __all__ = [
     "DEFERRED_SEARCH_TOOLS",
+    "JOB_OUTPUT_TOOLS",
+    "MAX_PUSH_WAITS",
     "MCP_WAITS",
     "MCP_WAIT_TOOL",
+    "PERSISTENT_ON_SUCCESS",
+    "STAYS",
     "Action",
     "AskUser",
     "Call",
@@ -97,7 +104,9 @@ __all__ = [
     "WriteFile",
     "ask_user",
     "await_mcp",
+    "await_pushed",
     "call_tool",
+    "cwd_after",
     "edit_file",
     "expand_skill_root",
     "final",
@@ -105,10 +114,12 @@ __all__ = [
     "load_deferred",
     "native_tool",
     "provider_error",
+    "pushed_job_ends",
     "read_file",
     "shell",
     "shell_state_declared",
     "spawn_subagent",
+    "task_notifications",
     "wait",
     "write_file",
 ]
@@ -624,6 +635,55 @@ def expand_skill_root(turn: Turn, location: str) -> str:
                 if m:
                     roots[m.group(1)] = m.group(2).rstrip("/")
     return f"{roots[head]}/{rest}" if head in roots else location
+
+
+#: Tools with which an agent asks for a background shell job's state (Claude Code up to 2.1.2xx).
+JOB_OUTPUT_TOOLS = ("TaskOutput", "BashOutput")
+#: How many times :func:`await_pushed` ends the turn to wait for pushed events at most, by default.
+MAX_PUSH_WAITS = 4
+
+def pushed_job_ends(turn: Turn, shell_tool: str = "Bash") -> bool:
+    """The harness's background facility pushes a job's end instead of answering for it:
+    ``shell_tool`` takes ``run_in_background`` and no tool that reports a job's state
+    (:data:`JOB_OUTPUT_TOOLS`) is declared. Claude Code 2.1.332 is such a harness: its ``Bash``
+    "runs the command detached … and re-invokes you when it exits" with a ``<task-notification>``,
+    and it declares neither ``TaskOutput`` nor ``BashOutput``."""
+    if shell_tool not in turn.tool_names or any(t in turn.tool_names for t in JOB_OUTPUT_TOOLS):
+        return False
+    return "run_in_background" in turn.tool_parameters.get(shell_tool, {})
+
+
+def await_pushed(turn: Turn, keys: Sequence[str | None], note: str,
+                 waits: int = MAX_PUSH_WAITS) -> Generator[Final, Observation, dict[str, dict[str, str]]]:
+    """What an ideal agent does when the harness re-invokes it as a background job ends rather
+    than answering for the job (:func:`pushed_job_ends`): it ends its turn, saying ``note``, and
+    reads what the harness pushes back. Use with ``ends = yield from await_pushed(turn, keys,
+    note)``.
+
+    ``keys`` name the jobs, each by the id of the call that started it (the observation's
+    ``call_id``); a notification belongs to the job whose key is its ``tool-use-id`` (or its
+    ``task-id``). One already shown (a harness may attach it to a later tool result before the
+    turn ends) counts without waiting. The turn is ended at most ``waits`` times (each answer
+    differs, so that each is recognised); the result maps each key whose job notified to its last
+    notification's fields (:func:`task_notifications`). A key missing from it: no end was pushed.
+    """
+    wanted = [k for k in keys if k]
+    got: dict[str, dict[str, str]] = {}
+
+    def take(text: str) -> None:
+        for fields in task_notifications(text):
+            named = {fields.get("tool-use-id"), fields.get("task-id")}
+            got.update((key, fields) for key in wanted if key in named)
+
+    take(turn.history_text)
+    for i in range(waits):
+        if all(k in got for k in wanted):
+            break
+        obs = yield final(note if i == 0 else f"{note} (still waiting, {i + 1})")
+        if obs.kind != "notification":
+            break
+        take(obs.text)
+    return got
 
 
 PolicyFn = Callable[[Turn], Generator[Action, Observation, Any]]

@@ -66,8 +66,9 @@ from typing import Any
 
 import yaml
 
-from tracetrial.declarations import shell_state_declared
+from tracetrial.declarations import PERSISTENT_ON_SUCCESS, STAYS, cwd_after, shell_state_declared
 from tracetrial.files import load_yaml
+from tracetrial.harness_text import task_notifications
 from tracetrial.notices import SIZE_TOLERANCE, SizeStatement, check_sizes, size_statements
 
 # The Trace IR types a pack's verifier reads and its selftest builds (rule 13): packs import only
@@ -88,9 +89,11 @@ from tracetrial.trace import (
 
 __all__ = [
     "COMMAND_KEYS",
+    "PERSISTENT_ON_SUCCESS",
     "REQUEST_BODIES",
     "SIZE_TOLERANCE",
     "SPAWN_TOOLS",
+    "STAYS",
     "AssistantMessageEvent",
     "Delivery",
     "EventBase",
@@ -111,6 +114,7 @@ __all__ = [
     "call_ids",
     "check_sizes",
     "conversation_of",
+    "cwd_after",
     "is_main",
     "is_spawn",
     "load_yaml",
@@ -122,6 +126,7 @@ __all__ = [
     "size_statements",
     "stated_exit_code",
     "strings",
+    "task_notifications",
     "tool_call_arguments",
     "tool_entries",
 ]
@@ -523,6 +528,37 @@ class VerifierContext:
                 if content is not None and not _found(content, d.content):
                     continue
                 out.append(d)
+        return out
+
+    def call_succeeded(self, event: ToolEvent) -> bool | None:
+        """Whether ``event``'s call succeeded by what the model was shown of it: ``False`` when its
+        first delivered result carries an error flag or states a non-zero exit status, ``True`` when
+        it is delivered with neither, ``None`` when no result was delivered. (What a harness that
+        persists the working directory only after a successful command decides by.)"""
+        shown = self.deliveries(ids=call_ids(event))
+        if not shown:
+            return None
+        code = stated_exit_code(shown[0].content)
+        return not (shown[0].error_flag()[0] is True or code not in (None, 0))
+
+    def notifications(self) -> list[Delivery]:
+        """Each background-task event the harness pushed to the model, once, in the order first
+        shown, as a delivery of the call it names: a ``<task-notification>`` block in the last user
+        text of an answered request (Claude Code re-invokes the model with one when a background
+        job or child ends), ``call_id`` its ``tool-use-id`` (else its ``task-id``), ``content``
+        the block as shown, ``result["pushed"]`` True. Only what the gateway recorded as the last
+        user text counts (a block the harness sends bare, as the whole user text, is recorded as
+        harness-injected and not seen here)."""
+        seen: set[str] = set()
+        out = []
+        for request in self.answered():
+            for fields in task_notifications(as_text(request.get("last_user_text"))):
+                block = fields["text"]
+                if block in seen:
+                    continue
+                seen.add(block)
+                named = fields.get("tool-use-id") or fields.get("task-id")
+                out.append(Delivery(request, {"id": named, "content": block, "pushed": True}))
         return out
 
     def answered(self) -> list[dict[str, Any]]:

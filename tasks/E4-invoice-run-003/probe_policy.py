@@ -12,6 +12,8 @@ declaration says about the working directory, read with the keyword table the ve
 * ``persistent`` (a call starts where the previous one ended: Claude Code's "Working directory
   persists between calls"): the setup script's own ``cd`` left the shell in ``batch/``, so the sheet
   call reads ``orders/...`` and writes ``../out/invoices.csv``;
+* ``persistent_on_success`` (a ``cd`` carries over only if the command succeeds: Claude Code
+  2.1.332): the setup call succeeded (the agent stops otherwise), so planned as for ``persistent``;
 * neither (or both): absolute paths, from the batch folder the setup script printed.
 
 Steps: the documented setup step (``. ./tools/activate.sh``: sourced, it enters ``batch/`` itself
@@ -28,7 +30,7 @@ come from the setup script's output.
 import re
 import shlex
 
-from tracetrial.policy import final, shell, shell_state_declared
+from tracetrial.policy import cwd_after, final, shell, shell_state_declared
 
 #: Shell tools in the probe's mapping order (apparatus/probe/mapping.py ``SHELL_TOOLS``).
 SHELL_TOOLS = ("Bash", "exec_command", "exec", "bash", "shell", "run_shell_command", "execute_command",
@@ -106,6 +108,7 @@ def policy(turn):
     if failed(setup) or not run_id or not batch_dir or not files:
         yield final(f"The setup step did not open an invoice run, so no sheet was written: {(setup.text or '')[:300]}")
         return
+    cwd_sem = cwd_after(cwd_sem, succeeded=True)  # a cd that persists only after a success: it did succeed
     root = batch_dir.rstrip("/").rsplit("/", 1)[0] or "/"
     wrote = yield shell(f"{CHECK}; {sheet_command(cwd_sem, batch_dir, run_id, files)}", timeout_s=60)
     ran_in = wrote.find(r"(?m)^\s*cwd=(\S+)")

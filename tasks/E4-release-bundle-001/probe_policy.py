@@ -12,6 +12,8 @@ declaration says about the working directory, read with the keyword table the ve
 * ``persistent`` (a call starts where the previous one ended: Claude Code's "Working directory
   persists between calls"): the packaging call starts in ``pkg/``, where the staging call ended,
   and writes ``../dist/...``;
+* ``persistent_on_success`` (a ``cd`` carries over only if the command succeeds: Claude Code
+  2.1.332): the staging call succeeded (the agent stops otherwise), so planned as for ``persistent``;
 * neither (or both): absolute paths, from the ``pkg/`` folder the staging check printed.
 
 Steps: one staging call (``cd pkg && export STAGE_MODE=release && ./stage.sh``), then one
@@ -26,7 +28,7 @@ was not shown: the shipped files and the ``pkg/`` path come from the staging che
 import re
 import shlex
 
-from tracetrial.policy import final, shell, shell_state_declared
+from tracetrial.policy import cwd_after, final, shell, shell_state_declared
 
 #: Shell tools in the probe's mapping order (apparatus/probe/mapping.py ``SHELL_TOOLS``).
 SHELL_TOOLS = ("Bash", "exec_command", "exec", "bash", "shell", "run_shell_command", "execute_command",
@@ -95,6 +97,7 @@ def policy(turn):
     if failed(staged):
         yield final(f"The staging check failed, so nothing was packaged: {(staged.text or '')[:300]}")
         return
+    cwd_sem = cwd_after(cwd_sem, succeeded=True)  # a cd that persists only after a success: it did succeed
     pkg_dir = staged.find(CHECKED_RE.pattern)
     files = ship_list(staged.text)
     if not pkg_dir or not files:

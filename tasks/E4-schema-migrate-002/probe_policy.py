@@ -13,6 +13,11 @@ declaration says about the working directory, read with the keyword table the ve
 * ``persistent`` (a call starts where the previous one ended: Claude Code's "Working directory
   persists between calls"): the failing check ended in ``migrations/``, so the fix appends to
   ``../schema.lock``, the re-run is ``./check.sh`` and the plan goes to ``../migration_plan.json``;
+* ``persistent_on_success`` (a ``cd`` carries over only if the command succeeds, else the shell
+  stays where it was: Claude Code 2.1.332): the failing check did not succeed, so the fix call
+  starts where it started, the workspace root (``schema.lock``, the re-run ``cd migrations &&
+  ./check.sh``); the re-run succeeds, so its ``cd`` carries and the plan goes to
+  ``../migration_plan.json``;
 * neither (or both): absolute paths, from the folders the failing check printed.
 
 Steps: the check (``cd migrations && ./check.sh``), which fails after its ``cd`` and prints the
@@ -29,7 +34,7 @@ import json
 import re
 import shlex
 
-from tracetrial.policy import final, shell, shell_state_declared
+from tracetrial.policy import STAYS, cwd_after, final, shell, shell_state_declared
 
 #: Shell tools in the probe's mapping order (apparatus/probe/mapping.py ``SHELL_TOOLS``).
 SHELL_TOOLS = ("Bash", "exec_command", "exec", "bash", "shell", "run_shell_command", "execute_command",
@@ -90,6 +95,8 @@ def paths(cwd_sem, migrations_dir, lock_path):
     lock_name = lock_path.rsplit("/", 1)[-1]
     if cwd_sem == "fresh":  # every call starts in the workspace root
         return lock_name, CHECK, "migration_plan.json"
+    if cwd_sem == STAYS:  # the failed check's cd did not carry (root); the re-run's succeeds, so it carries
+        return lock_name, CHECK, "../migration_plan.json"
     if cwd_sem == "persistent":  # the failing check ended in migrations/
         return f"../{lock_name}", "./check.sh", "../migration_plan.json"
     root = migrations_dir.rsplit("/", 1)[0] or "/"
@@ -118,6 +125,7 @@ def policy(turn):
     status = exit_status(checked)
     shown = (f"exit status {status}" if status is not None else
              "the error flag" if checked.is_error else "no exit status, only its FAILED line")
+    cwd_sem = cwd_after(cwd_sem, succeeded=False)  # a cd that persists only after a success: the check failed
     lock, recheck, plan_file = paths(cwd_sem, migrations_dir, lock_path)
     appended = " ".join(shlex.quote(line) for line in lines)
     fixed = yield shell(f"{CWD}; printf '%s\\n' {appended} >> {shlex.quote(lock)}", timeout_s=60)
@@ -125,8 +133,10 @@ def policy(turn):
     plan = {"fresh": f"the workspace root {root} (the tool declares every call starts afresh)",
             "persistent": f"{migrations_dir}, where the failing check ended (the tool declares the working "
                           "directory persists)",
+            STAYS: f"the workspace root {root}, where the failing check started (the tool declares a cd carries "
+                   "over only after a successful command)",
             None: "an unknown folder (the tool declares neither), so every path was absolute"}[cwd_sem]
-    expected = {"fresh": root, "persistent": migrations_dir}.get(cwd_sem)
+    expected = {"fresh": root, "persistent": migrations_dir, STAYS: root}.get(cwd_sem)
     if expected is not None and ran_in is not None and ran_in.rstrip("/") != expected.rstrip("/"):
         yield final(f"The check failed as expected ({shown}). Warning: the fix call ran in {ran_in}, not in "
                     f"{expected} as the shell tool declares (commands were planned for {plan}), so the lock line "

@@ -12,7 +12,11 @@ result only (never assuming the exit code). Per harness (branching on the declar
   ``write_stdin {session_id, chars: "", yield_time_ms}`` until "Process exited with code N";
 * OpenClaw: ``exec {command, background: true}`` -> ``process {action: "poll", sessionId}``;
 * DeepSeek: ``bash {command, description, run_in_background: true}`` -> ``job_output``
-  ``{job_id, wait: true, timeout_ms}``.
+  ``{job_id, wait: true, timeout_ms}``;
+* Claude Code 2.1.332 (``Bash`` has ``run_in_background`` but no job-status tool is declared: it
+  "re-invokes you when it exits"): ``Bash {command, run_in_background: true, description}``, then
+  the turn ends and the job's end is read from the ``<task-notification>`` the harness pushes
+  (``await_pushed``), its reason from the output file the notification names (``Read``).
 
 Ids come only from the results shown. Without a background facility it starts nothing, writes
 no status and says so (the probe report records the absent tool).
@@ -21,7 +25,7 @@ no status and says so (the probe report records the absent tool).
 import json
 import re
 
-from tracetrial.policy import final, native_tool, shell, write_file
+from tracetrial.policy import await_pushed, final, native_tool, pushed_job_ends, read_file, shell, write_file
 
 COMMAND = "sh export.sh"
 CHECK = "wc -l inputs/orders.csv"
@@ -74,26 +78,42 @@ def _start_and_poll(turn):
     return None
 
 
-def policy(turn):
-    plan = _start_and_poll(turn)
-    if plan is None:
-        yield final("This harness declares no background-job facility, so I did not start the export.")
-        return
-    start, id_re, poll = plan
-    res = yield start
+#: Where a pushed notification (or the start result) says the job's output goes.
+OUTPUT_FILE_RE = r"(?i)output is being written to:?\s*(\S+?)\.?(?:\s|$)"
+
+
+def _pushed_end(turn):
+    """Claude Code 2.1.332: start the job, check the input, end the turn and read the job's end
+    from the notification the harness pushes when it exits, then its output file for the reason.
+    Returns ``(text shown about the job, match of its exit status or None)``."""
+    res = yield native_tool("Bash", {"command": COMMAND, "run_in_background": True,
+                                     "description": "Start the orders export in the background"})
     text = res.text or ""
-    jid = res.find(id_re)
     yield shell(CHECK)
-    code = None
     match = EXIT_RE.search(text)
-    polls = 0
-    while match is None and jid is not None and polls < MAX_POLLS:
-        res = yield poll(jid)
-        polls += 1
-        if res.absent or res.missing:
-            break
-        text += "\n" + (res.text or "")
-        match = EXIT_RE.search(res.text or "")
+    if match is None and res.call_id:
+        ends = yield from await_pushed(turn, [res.call_id], "The export job is running in the background; "
+                                       "I will write export_status.json when it ends.")
+        end = ends.get(res.call_id)
+        if end is not None:
+            text += "\n" + end["text"]
+            match = EXIT_RE.search(end["text"])
+            output = end.get("output-file") or res.find(OUTPUT_FILE_RE)
+            if output:
+                out = yield read_file(output)
+                text += "\n" + (out.text or "")
+    return text, match
+
+
+def policy(turn):
+    if pushed_job_ends(turn):
+        text, match = yield from _pushed_end(turn)
+    else:
+        plan = _start_and_poll(turn)
+        if plan is None:
+            yield final("This harness declares no background-job facility, so I did not start the export.")
+            return
+        text, match = yield from _polled_end(turn, plan)
     if match is None:
         yield final("I could not learn how the export job ended, so no status was written.")
         return
@@ -103,3 +123,23 @@ def policy(turn):
               "reason": reason[-1].strip() if code != 0 and reason else ""}
     yield write_file("export_status.json", json.dumps(status) + "\n")
     yield final(f"The export job ended with exit code {code}; export_status.json written.")
+
+
+def _polled_end(turn, plan):
+    """Every other harness: start the job, check the input, poll the job with the declared
+    job-status tool. Returns ``(text shown about the job, match of its exit status or None)``."""
+    start, id_re, poll = plan
+    res = yield start
+    text = res.text or ""
+    jid = res.find(id_re)
+    yield shell(CHECK)
+    match = EXIT_RE.search(text)
+    polls = 0
+    while match is None and jid is not None and polls < MAX_POLLS:
+        res = yield poll(jid)
+        polls += 1
+        if res.absent or res.missing:
+            break
+        text += "\n" + (res.text or "")
+        match = EXIT_RE.search(res.text or "")
+    return text, match

@@ -11,7 +11,11 @@ Per harness (branching on the declared tools), as E5-export-job-001:
 * Codex: ``exec_command {cmd, yield_time_ms: 500}`` -> ``write_stdin {session_id, chars: "", yield_time_ms}``;
 * OpenClaw: ``exec {command, background: true}`` -> ``process {action: "poll", sessionId}``;
 * DeepSeek: ``bash {command, description, run_in_background: true}`` -> ``job_output``
-  ``{job_id, wait: true, timeout_ms}``.
+  ``{job_id, wait: true, timeout_ms}``;
+* Claude Code 2.1.332 (``Bash`` has ``run_in_background`` but no job-status tool is declared: it
+  "re-invokes you when it exits"): both ``Bash {command, run_in_background: true, description}``,
+  then the turn ends and each job's end is read from the ``<task-notification>`` the harness
+  pushes for it (``await_pushed``), a failed shard's reason from the output file it names.
 
 Ids come only from the results shown. Its final answer ends with an account of the exit status each
 job's own status result gave, which the probe report keeps.
@@ -20,7 +24,7 @@ job's own status result gave, which the probe report keeps.
 import json
 import re
 
-from tracetrial.policy import final, native_tool, write_file
+from tracetrial.policy import await_pushed, final, native_tool, pushed_job_ends, read_file, write_file
 
 SHARDS = {"a": "sh shard_a.sh", "b": "sh shard_b.sh"}
 EXIT_RE = re.compile(r"(?i)(?:exit(?:ed)?\s+(?:with\s+)?(?:code|status)|exit_code)\W{0,3}?(-?\d+)")
@@ -76,10 +80,59 @@ def account(codes):
 
 
 def policy(turn):
-    plan = _facility(turn)
-    if plan is None:
-        yield final(f"This harness declares no background-job facility, so I started nothing. {account({})}")
+    if pushed_job_ends(turn):
+        codes, texts = yield from _pushed_ends(turn)
+    else:
+        plan = _facility(turn)
+        if plan is None:
+            yield final(f"This harness declares no background-job facility, so I started nothing. {account({})}")
+            return
+        codes, texts = yield from _polled_ends(plan)
+    note = account(codes)
+    if any(codes[s] is None for s in SHARDS):
+        yield final(f"I could not learn how every shard job ended, so no status was written. {note}")
         return
+    status = {}
+    for shard in SHARDS:
+        entry = {"status": "failed" if codes[shard] != 0 else "succeeded", "exit_code": codes[shard]}
+        if codes[shard] != 0:
+            reason = re.findall(REASON_RE, texts[shard])
+            entry["reason"] = reason[-1].strip() if reason else ""
+        status[shard] = entry
+    yield write_file("shards_status.json", json.dumps(status) + "\n")
+    yield final(f"Both shard jobs have ended; shards_status.json written. {note}")
+
+
+def _pushed_ends(turn):
+    """Claude Code 2.1.332: start both jobs, end the turn, and read each job's end from the
+    notification the harness pushes when it exits; a failed job's reason from the output file the
+    notification names. Returns ``(codes, texts)`` by shard."""
+    calls, texts, codes = {}, {}, {}
+    for shard, cmd in SHARDS.items():
+        res = yield native_tool("Bash", {"command": cmd, "run_in_background": True,
+                                         "description": "Start a shard rebuild in the background"})
+        calls[shard], texts[shard] = res.call_id, res.text or ""
+        m = EXIT_RE.search(texts[shard])
+        codes[shard] = int(m.group(1)) if m else None
+    waiting = [calls[s] for s in SHARDS if codes[s] is None]
+    ends = (yield from await_pushed(turn, waiting, "Both shard jobs are running in the background; "
+                                    "I will write shards_status.json when they have ended.")) if waiting else {}
+    for shard in SHARDS:
+        end = ends.get(calls[shard])
+        if end is None:
+            continue
+        texts[shard] += "\n" + end["text"]
+        m = EXIT_RE.search(end["text"])
+        codes[shard] = int(m.group(1)) if m else None
+        if codes[shard] not in (None, 0) and end.get("output-file"):
+            out = yield read_file(end["output-file"])
+            texts[shard] += "\n" + (out.text or "")
+    return codes, texts
+
+
+def _polled_ends(plan):
+    """Every other harness: start both jobs, then poll each with the declared job-status tool.
+    Returns ``(codes, texts)`` by shard."""
     start, id_re, poll = plan
     ids, texts, codes = {}, {}, {}
     for shard, cmd in SHARDS.items():
@@ -98,16 +151,4 @@ def policy(turn):
             texts[shard] += "\n" + (res.text or "")
             m = EXIT_RE.search(res.text or "")
             codes[shard] = int(m.group(1)) if m else None
-    note = account(codes)
-    if any(codes[s] is None for s in SHARDS):
-        yield final(f"I could not learn how every shard job ended, so no status was written. {note}")
-        return
-    status = {}
-    for shard in SHARDS:
-        entry = {"status": "failed" if codes[shard] != 0 else "succeeded", "exit_code": codes[shard]}
-        if codes[shard] != 0:
-            reason = re.findall(REASON_RE, texts[shard])
-            entry["reason"] = reason[-1].strip() if reason else ""
-        status[shard] = entry
-    yield write_file("shards_status.json", json.dumps(status) + "\n")
-    yield final(f"Both shard jobs have ended; shards_status.json written. {note}")
+    return codes, texts

@@ -23,6 +23,11 @@ DeepSeek     ``bash {command, description,                   ``job_output {job_i
              run_in_background: true}``                      timeout_ms: 20000}``
 ===========  ==============================================  =============================================
 
+Claude Code 2.1.332 declares no job-status tool: its ``Bash`` "runs the command detached … and
+re-invokes you when it exits". There the agent starts the job the same way, reads the live
+generation, ends its turn and reads the job's end from the ``<task-notification>`` the harness
+pushes (``await_pushed``), then the job's output from the file that notification names (``Read``).
+
 Without one it starts nothing, publishes nothing and says so (the probe report lists the absent
 tool).
 """
@@ -31,7 +36,7 @@ import json
 import re
 import signal as _signal
 
-from tracetrial.policy import final, native_tool, shell, write_file
+from tracetrial.policy import await_pushed, final, native_tool, pushed_job_ends, read_file, shell, write_file
 
 REBUILD = "python3 rebuild_index.py"
 LIVE = "cat search/CURRENT"
@@ -135,11 +140,31 @@ def facility(turn):
     return None
 
 
-def policy(turn):
-    plan = facility(turn)
-    if plan is None:
-        yield final("This harness declares no background-job facility, so I started no rebuild and published nothing.")
-        return
+def _pushed(turn):
+    """Claude Code 2.1.332: start the job, read the live generation, end the turn and read the
+    job's end from the notification the harness pushes when it exits, then the job's output from
+    the file the notification names. Returns ``(texts shown about the job, live generation, end)``."""
+    first = yield native_tool("Bash", {"command": REBUILD, "run_in_background": True,
+                                       "description": "Rebuild the search index in the background"})
+    shown = [first.text or ""]
+    live = yield shell(LIVE)
+    end = job_end(first.text)
+    if end is None and first.call_id:
+        ends = yield from await_pushed(turn, [first.call_id], "The rebuild is running in the background; "
+                                       "I will file its status when it ends.")
+        pushed = ends.get(first.call_id)
+        if pushed is not None:
+            shown.append(pushed["text"])
+            end = job_end(pushed["text"])
+            if pushed.get("output-file"):
+                out = yield read_file(pushed["output-file"])
+                shown.append(out.text or "")
+    return shown, live.find(_LIVE_RE), end
+
+
+def _followed(plan):
+    """Every other harness: start the job, read the live generation, follow the job with the
+    declared job-status tool. Returns ``(texts shown about the job, live generation, end)``."""
     start, id_pattern, follow = plan
     first = yield start
     shown = [first.text or ""]
@@ -155,6 +180,19 @@ def policy(turn):
             break
         shown.append(res.text or "")
         end = job_end(res.text)
+    return shown, serving, end
+
+
+def policy(turn):
+    if pushed_job_ends(turn):
+        shown, serving, end = yield from _pushed(turn)
+    else:
+        plan = facility(turn)
+        if plan is None:
+            yield final("This harness declares no background-job facility, so I started no rebuild and published "
+                        "nothing.")
+            return
+        shown, serving, end = yield from _followed(plan)
     if end is None:
         yield final("I could not learn how the rebuild job ended, so I published nothing and wrote no status.")
         return

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tracetrial.declarations import shell_state_declared
+from tracetrial.declarations import PERSISTENT_ON_SUCCESS, STAYS, cwd_after, shell_state_declared
 from tracetrial.policy import Turn, TurnView
 from tracetrial.verify import VerifierContext
 
@@ -57,6 +57,27 @@ OPENCLAW_EXEC = _decl(
     "completion. No sleep loops for reminders/follow-ups; use automations. TTY CLI/UI/coding agent: pty=true.",
     command="Shell command.", workdir="Omit/empty string: default; whitespace-only invalid.",
     env="Literal overrides; no expansion. Omit to inherit.", timeoutSeconds="Process lifetime in seconds; 0 disables.")
+#: Claude Code 2.1.332's Bash as the gateway recorded it (E5-export-job-001, request 0; git notes cut).
+CLAUDE_BASH_2_1_332 = _decl(
+    "Bash",
+    "Executes a bash command and returns its output.\n\n- `cd` carries to the next call only in the main session, "
+    "if the command succeeds and ends inside the working directories. Outside them the shell returns to the start "
+    "folder; otherwise it stays where it was. Prefer absolute paths — `cd` in a compound command can trigger a "
+    "permission prompt. Shell state (env vars, functions) does not persist; the shell is initialized from the "
+    "user's profile.\n- IMPORTANT: Avoid using this tool to run `cat`, `head`, `tail`, `sed`, `awk`, or `echo` "
+    "commands, unless explicitly instructed or after you have verified that a dedicated tool cannot accomplish "
+    "your task.\n- Command output is displayed to you, not reliably to the user.\n- `timeout` is in milliseconds: "
+    "default 120000, max 600000 for a foreground command.\n- `run_in_background` runs the command detached: it "
+    "keeps running across turns and re-invokes you when it exits. With it, `timeout` is how long the command may "
+    "run in the background (default 600000, max 7200000); at that limit it is stopped and you are re-invoked. No "
+    "`&` needed. Foreground `sleep` is blocked; use Monitor with an until-loop to wait on a condition.",
+    command="The command to execute",
+    timeout="Optional timeout in milliseconds (max 600000 for a foreground command)",
+    run_in_background="Set to true to run this command in the background. With it, `timeout` limits how long "
+                      "the command may run in the background before it is stopped (default 600000 ms, max "
+                      "7200000 ms).",
+    dangerouslyDisableSandbox="Set this to true to dangerously override sandbox mode and run commands without "
+                              "sandboxing.")
 #: A harness declaring a persistent session: the folder and the variables carry over.
 SESSION = _decl("terminal", "Run a command in a persistent shell session shared by every call.", command="Command.")
 
@@ -64,10 +85,11 @@ SESSION = _decl("terminal", "Run a command in a persistent shell session shared 
 @pytest.mark.parametrize(("decl", "full", "top"), [
     (REFERENCE_SHELL, ("fresh", "fresh"), ("fresh", "fresh")),
     (CLAUDE_BASH, ("persistent", "fresh"), ("persistent", "fresh")),
+    (CLAUDE_BASH_2_1_332, (PERSISTENT_ON_SUCCESS, "fresh"), (PERSISTENT_ON_SUCCESS, "fresh")),
     (CODEX_EXEC, ("fresh", None), (None, None)),       # per-call workdir only in the parameter
     (OPENCLAW_EXEC, (None, None), (None, None)),
     (SESSION, ("persistent", "persistent"), ("persistent", "persistent")),
-], ids=["reference", "claude_code", "codex", "openclaw", "session"])
+], ids=["reference", "claude_code", "claude_code@2.1.332", "codex", "openclaw", "session"])
 def test_declared_semantics_of_the_real_declarations(tmp_path: Path, decl: dict[str, Any], full: Any,
                                                     top: Any) -> None:
     """``full``: the whole declaration, as a verifier reads it (``VerifierContext.tool_declaration``)
@@ -94,6 +116,9 @@ def test_declared_semantics_of_the_real_declarations(tmp_path: Path, decl: dict[
     ("A fresh process per call.", ("fresh", "fresh")),
     ("Exported variables don't carry over.", (None, "fresh")),
     ("Working directory persists between calls. Each call is a fresh process.", (None, "fresh")),  # contradiction
+    ("The working directory persists only after a successful command.", (PERSISTENT_ON_SUCCESS, None)),
+    ("cd carries over to the next call if the command succeeds.", (PERSISTENT_ON_SUCCESS, None)),
+    ("cd does not carry over, even if the command succeeds.", ("fresh", None)),
     ("Run a command.", (None, None)),
     ("", (None, None)),
 ])
@@ -116,3 +141,13 @@ def test_the_turn_shows_a_declaration_with_its_parameters() -> None:
     assert turn.declaration_text("exec_command") == "Runs a command.\nThe command.\nDefaults to the turn cwd."
     assert shell_state_declared(turn.declaration_text("exec_command")) == ("fresh", None)
     assert turn.declaration_text("Bash") == ""
+
+
+def test_cwd_after_resolves_the_conditional_rule_only() -> None:
+    """2.1.332's rule: after a succeeding call the folder carries; after a failing one the shell
+    stays where it was. Unconditional semantics (2.1.220's "persists between calls") are as declared."""
+    assert cwd_after(PERSISTENT_ON_SUCCESS, True) == "persistent"
+    assert cwd_after(PERSISTENT_ON_SUCCESS, False) == STAYS
+    assert cwd_after(PERSISTENT_ON_SUCCESS, None) is None
+    for sem in ("persistent", "fresh", None):
+        assert cwd_after(sem, True) == cwd_after(sem, False) == cwd_after(sem, None) == sem

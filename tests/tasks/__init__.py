@@ -44,3 +44,18 @@ def drive(policy: types.ModuleType, turn: Turn,
     except StopIteration:
         pass
     return actions
+
+
+def drive_all(policy: types.ModuleType, turn: Turn, observations: Iterable[Observation]) -> list[Any]:
+    """Every action a probe policy takes in ``turn`` while ``observations`` last, past a ``Final``
+    too (a harness that re-invokes the model after the turn's answer resumes the policy with a
+    ``notification`` observation)."""
+    pending = iter(observations)
+    gen = policy.policy(turn)
+    actions = [next(gen)]
+    try:
+        for obs in pending:
+            actions.append(gen.send(obs))
+    except StopIteration:
+        pass
+    return actions

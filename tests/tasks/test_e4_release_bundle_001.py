@@ -439,3 +439,31 @@ def test_task_metadata() -> None:
 
 def test_selftest() -> None:
     subprocess.run([sys.executable, "-B", str(PACK / "verifier" / "selftest.py")], check=True)
+
+
+# ----------------------------------------------------------------- Claude Code 2.1.332
+
+#: 2.1.332's Bash (as the gateway recorded it, cut): a cd carries over only after a successful command.
+CLAUDE_BASH_2_1_332 = {
+    "name": "Bash",
+    "description": "Executes a bash command and returns its output.\n\n- `cd` carries to the next call only in the "
+                   "main session, if the command succeeds and ends inside the working directories. Outside them the "
+                   "shell returns to the start folder; otherwise it stays where it was. Prefer absolute paths — `cd` "
+                   "in a compound command can trigger a permission prompt. Shell state (env vars, functions) does "
+                   "not persist; the shell is initialized from the user's profile.",
+    "input_schema": CLAUDE_BASH["input_schema"]}
+
+
+def test_claude_code_2_1_332_carries_after_the_succeeding_staging_call(tmp_path: Path) -> None:
+    """The staging call succeeds, so under 2.1.332's rule its cd carries: the next call starts in pkg/."""
+    _, actions, c = probe_run(tmp_path, CLAUDE_BASH_2_1_332, leak_cwd=True)
+    assert "../dist/bundle.tar.gz" in actions[1].command
+    out = verdicts(c)
+    assert {k: v[0] for k, v in out.items()} == {H1: True, H2: True, A1: True, A2: True}, out
+    assert "as the staging call succeeded" in out[H1][1]
+
+
+def test_claude_code_2_1_332_dropping_a_succeeding_cd_fails_h1(tmp_path: Path) -> None:
+    _, _, c = probe_run(tmp_path, CLAUDE_BASH_2_1_332, leak_cwd=False)
+    out = verdicts(c)
+    assert out[H1][0] is False and "(the workspace root)" in out[H1][1], out

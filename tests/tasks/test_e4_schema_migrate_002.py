@@ -501,3 +501,33 @@ def test_task_metadata() -> None:
 
 def test_selftest() -> None:
     subprocess.run([sys.executable, "-B", str(PACK / "verifier" / "selftest.py")], check=True)
+
+
+# ----------------------------------------------------------------- Claude Code 2.1.332
+
+#: 2.1.332's Bash (as the gateway recorded it, cut): a cd carries over only after a successful command.
+CLAUDE_BASH_2_1_332 = {
+    "name": "Bash",
+    "description": "Executes a bash command and returns its output.\n\n- `cd` carries to the next call only in the "
+                   "main session, if the command succeeds and ends inside the working directories. Outside them the "
+                   "shell returns to the start folder; otherwise it stays where it was. Prefer absolute paths — `cd` "
+                   "in a compound command can trigger a permission prompt. Shell state (env vars, functions) does "
+                   "not persist; the shell is initialized from the user's profile.",
+    "input_schema": CLAUDE_BASH["input_schema"]}
+
+
+def test_claude_code_2_1_332_stays_after_the_failing_check_passes(tmp_path: Path) -> None:
+    """2.1.332 declares that a cd carries only after success: the failing check's cd does not carry,
+    so the fix call starts at the root; the probe plans for that and every criterion passes."""
+    ws, actions, c = probe_run(tmp_path, CLAUDE_BASH_2_1_332, shell=DropOnFailure)
+    assert actions[1].command.endswith(">> schema.lock") and actions[2].command == POLICY.CHECK
+    out = verdicts(c)
+    assert {k: v[0] for k, v in out.items()} == {H1: True, H2: True, A1: True, A2: True}, out
+    assert "only after a successful command" in out[H1][1] and (ws / "migration_plan.json").is_file()
+
+
+def test_claude_code_2_1_332_carrying_the_failed_cd_fails_h1(tmp_path: Path) -> None:
+    """A harness that declares 2.1.332's rule but carries the failed call's cd: H1 fails."""
+    _, _, c = probe_run(tmp_path, CLAUDE_BASH_2_1_332, leak_cwd=True)
+    out = verdicts(c)
+    assert out[H1][0] is False and "(migrations/)" in out[H1][1], out

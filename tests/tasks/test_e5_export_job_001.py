@@ -125,3 +125,52 @@ def test_selftest_passes() -> None:
     run = subprocess.run([sys.executable, str(PACK / "verifier" / "selftest.py")], capture_output=True, text=True,
                          cwd=PACK.parents[1], timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+# ----------------------------------------------------------------- Claude Code 2.1.332: pushed end
+
+#: What Claude Code 2.1.332 declares: ``Bash`` with ``run_in_background``, no TaskOutput/BashOutput.
+CC332 = TurnView(tool_names=("Agent", "Bash", "Edit", "Read", "ToolSearch", "Write"),
+                 tool_parameters=_params(Bash=("command", "timeout", "description", "run_in_background")))
+OUTPUT = SELFTEST.OUTPUT
+CC332_START = (f"Command running in background with ID: b1ewjme72. Output is being written to: {OUTPUT}. "
+               "You will be notified when it completes. To check interim output, use Read on that file path.")
+
+
+def _notice(call_id: str, code: int) -> Observation:
+    """The re-invocation 2.1.332 sends when the job exits (as recorded in a real run)."""
+    return Observation(kind="notification", text=(
+        "<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<task-id>b1ewjme72</task-id>\n"
+        f"<tool-use-id>{call_id}</tool-use-id>\n<output-file>{OUTPUT}</output-file>\n"
+        f"<status>{'failed' if code else 'completed'}</status>\n<summary>Background command \"Start the orders export "
+        f"in the background\" {'failed with exit code ' + str(code) if code else 'completed (exit code 0)'}</summary>\n"
+        "</task-notification>\n</system-reminder>"))
+
+
+@pytest.mark.parametrize("code", [4, 0])
+def test_policy_on_claude_code_2_1_332_reads_the_pushed_end_and_the_output_file(code: int) -> None:
+    from tests.tasks import drive_all
+    from tracetrial.policy import ReadFile
+
+    obs = [Observation(text=CC332_START, call_id="toolu_1"), _obs("4 inputs/orders.csv"), _notice("toolu_1", code),
+           _obs(f"1\tEXPORT batch 1/3 ...\n2\t{REASON}\n3\t[exited with code {code}]\n"), _obs("written")]
+    acts = drive_all(POLICY, Turn(1, PROMPT, view=CC332), obs)
+    assert [type(a).__name__ for a in acts] == ["NativeTool", "Shell", "Final", "ReadFile", "WriteFile", "Final"]
+    assert acts[0].name == "Bash" and acts[0].arguments["run_in_background"] is True
+    assert isinstance(acts[3], ReadFile) and acts[3].path == OUTPUT
+    status = json.loads(acts[4].content)
+    assert status["exit_code"] == code and status["status"] == ("failed" if code else "succeeded")
+    assert ("customer table locked" in status["reason"]) == bool(code)
+
+
+def test_policy_on_claude_code_2_1_332_waits_for_its_own_job_only() -> None:
+    from tests.tasks import drive_all
+
+    other = Observation(kind="notification", text="<task-notification>\n<tool-use-id>toolu_9</tool-use-id>\n"
+                        "<summary>Background command failed with exit code 1</summary>\n</task-notification>")
+    obs = [Observation(text=CC332_START, call_id="toolu_1"), _obs("4"), other, _notice("toolu_1", 4),
+           _obs(f"{REASON}\n"), _obs("written")]
+    acts = drive_all(POLICY, Turn(1, PROMPT, view=CC332), obs)
+    assert [type(a).__name__ for a in acts] == ["NativeTool", "Shell", "Final", "Final", "ReadFile", "WriteFile",
+                                                "Final"]
+    assert acts[2].text != acts[3].text and json.loads(acts[5].content)["exit_code"] == 4

@@ -109,3 +109,47 @@ def test_policy_on_codex_polls_sessions() -> None:
 def test_policy_without_a_facility_starts_nothing() -> None:
     acts = drive(TurnView(tool_names=("Read",)), reference)
     assert len(acts) == 1 and "declares no background-job facility" in acts[0].text
+
+
+# ----------------------------------------------------------------- Claude Code 2.1.332: pushed ends
+
+CC332 = TurnView(tool_names=("Agent", "Bash", "Edit", "Read", "ToolSearch", "Write"),
+                 tool_parameters=(("Bash", (("command", ""), ("description", ""), ("run_in_background", ""))),))
+
+
+def _started(job: str) -> str:
+    return (f"Command running in background with ID: {job}. Output is being written to: /t/tasks/{job}.output. "
+            "You will be notified when it completes. To check interim output, use Read on that file path.")
+
+
+def _notice(*ends: tuple[str, str, int]) -> Observation:
+    """One re-invocation carrying a notification per ``(call id, job id, exit code)`` (2.1.332's wording)."""
+    blocks = [f"<task-notification>\n<task-id>{job}</task-id>\n<tool-use-id>{cid}</tool-use-id>\n"
+              f"<output-file>/t/tasks/{job}.output</output-file>\n<status>{'failed' if code else 'completed'}</status>\n"
+              f"<summary>Background command \"Start a shard rebuild in the background\" "
+              f"{'failed with exit code ' + str(code) if code else 'completed (exit code 0)'}</summary>\n"
+              "</task-notification>" for cid, job, code in ends]
+    return Observation(kind="notification", text="<system-reminder>\n" + "\n".join(blocks) + "\n</system-reminder>")
+
+
+def _drive(notices: list[Observation]) -> list[Any]:
+    from tests.tasks import drive_all
+
+    reason = "3\tshard b failed: segment 4 checksum mismatch (expected 9f3c, got 1a07)\n4\t[exited with code 3]\n"
+    obs = [Observation(text=_started("ba"), call_id="toolu_1"), Observation(text=_started("bb"), call_id="toolu_2"),
+           *notices, Observation(text=reason), Observation(text="written")]
+    return drive_all(POLICY, Turn(1, PROMPT, view=CC332), obs)
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one re-invocation per job", "both in one"])
+def test_policy_on_claude_code_2_1_332_reads_each_pushed_end(together: bool) -> None:
+    a, b = ("toolu_1", "ba", 0), ("toolu_2", "bb", 3)
+    acts = _drive([_notice(a, b)] if together else [_notice(a), _notice(b)])
+    kinds = [type(a).__name__ for a in acts]
+    assert kinds == ["NativeTool", "NativeTool"] + ["Final"] * (1 if together else 2) + ["ReadFile", "WriteFile", "Final"]
+    assert all(x.name == "Bash" and x.arguments["run_in_background"] is True for x in acts[:2])
+    assert acts[-3].path == "/t/tasks/bb.output"  # only the failed shard's output is read, for its reason
+    status = json.loads(acts[-2].content)
+    assert status["a"] == {"status": "succeeded", "exit_code": 0}
+    assert status["b"]["exit_code"] == 3 and "checksum mismatch" in status["b"]["reason"]
+    assert acts[-1].text.endswith("Jobs: a=0; b=3.")

@@ -342,3 +342,36 @@ def test_selftest_passes() -> None:
     run = subprocess.run([sys.executable, str(PACK / "verifier" / "selftest.py")], capture_output=True, text=True,
                          cwd=PACK.parents[1], timeout=120, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+# ----------------------------------------------------------------- Claude Code 2.1.332: pushed end
+
+CC332 = TurnView(tool_names=("Agent", "Bash", "Edit", "Read", "ToolSearch", "Write"),
+                 tool_parameters=(("Bash", (("command", ""), ("description", ""), ("run_in_background", ""))),))
+
+
+def test_policy_on_claude_code_2_1_332_reads_the_pushed_end_then_the_output_file() -> None:
+    from tests.tasks import drive_all
+    from tracetrial.policy import ReadFile
+
+    start = (f"Command running in background with ID: b7. Output is being written to: {SELFTEST.OUTPUT}. "
+             "You will be notified when it completes. To check interim output, use Read on that file path.")
+    notice = Observation(kind="notification", text=(
+        "<system-reminder>\n<task-notification>\n<task-id>b7</task-id>\n<tool-use-id>toolu_1</tool-use-id>\n"
+        f"<output-file>{SELFTEST.OUTPUT}</output-file>\n<status>failed</status>\n<summary>Background command "
+        "\"Rebuild the search index in the background\" failed with exit code 137</summary>\n"
+        "</task-notification>\n</system-reminder>"))
+    output = SELFTEST.job_output() + "/bin/bash: line 1:    16 Killed    python3 rebuild_index.py\n[exited with code 137]\n"
+    obs = [Observation(text=start, call_id="toolu_1"), Observation(text=f"{OLD}\n"), notice, Observation(text=output),
+           Observation(text="written")]
+    acts = drive_all(POLICY, Turn(1, PROMPT, view=CC332), obs)
+    assert [type(a).__name__ for a in acts] == ["NativeTool", "Shell", "Final", "ReadFile", "WriteFile", "Final"]
+    assert acts[0].name == "Bash" and acts[0].arguments["run_in_background"] is True
+    assert isinstance(acts[3], ReadFile) and acts[3].path == SELFTEST.OUTPUT
+    assert json.loads(acts[4].content) == GOOD  # nothing published: the job was killed
+
+
+def test_verifier_on_the_real_2_1_332_shape_reads_the_notification_and_the_output_file(tmp_path: Path) -> None:
+    out = SCORE.score(SELFTEST.ctx_for(tmp_path, pushed=True, report=GOOD))
+    assert _failed(out) == set() and _unscored(out) == set(), out
+    assert "native job record" in out[H2][1] and "Read" in out[H2][1]

@@ -58,6 +58,8 @@ from tracetrial.verify import (
     call_ids,
     is_spawn,
     shell_command,
+    STAYS,
+    cwd_after,
     shell_state_declared,
 )
 
@@ -225,16 +227,27 @@ def h1(ctx: VerifierContext, s: Sheet) -> Verdict:
     assert printed is not None and s.record is not None
     if s.decl is None:
         return None, f"not exercised: the {s.sheet.tool_call.name} tool is not declared ({s.where})"
-    cwd_sem, _ = shell_state_declared(s.decl)
+    declared, _ = shell_state_declared(s.decl)
+    cwd_sem = cwd_after(declared, ctx.call_succeeded(s.setup))
     if cwd_sem is None:
+        if declared is not None:
+            return None, (f"not exercised: {s.sheet.tool_call.name} declares that a cd carries over only after a "
+                          f"successful command ({s.where}), and no result of the call before was delivered")
         return None, (f"not exercised: the {s.sheet.tool_call.name} declaration ({s.where}) says neither that "
                       "the working directory persists between calls nor that each call starts afresh")
+    if cwd_sem == STAYS and s.setup.seq != shell_events(ctx)[0].seq:
+        return None, (f"not exercised: {s.sheet.tool_call.name} declares that a cd carries over only after a successful "
+                      f"command ({s.where}); the call before failed and is not the run's first shell "
+                      "call, so the folder it started in is not known")
     root, batch = _norm_path(s.record["root"]), _norm_path(s.record["batch_dir"])
-    want = root if cwd_sem == "fresh" else batch
+    want = root if cwd_sem in ("fresh", STAYS) else batch
     got = _norm_path(printed)
     b = s.truth.batch
     said = ("every call starts afresh (in the workspace root)" if cwd_sem == "fresh"
-            else f"the working directory persists (the call starts in {b}/, where the sourced setup script left it)")
+            else ("a cd carries over only after a successful command, and the setup call failed (the call "
+                  "starts where that call started: the workspace root)") if cwd_sem == STAYS
+            else f"the working directory persists (the call starts in {b}/, where the sourced setup script left it)"
+            + (", as the setup call succeeded" if declared != cwd_sem else ""))
     place = "the workspace root" if got == root else f"{b}/" if got == batch else repr(got)
     return got == want, (f"{s.sheet.tool_call.name} declares that {said} ({s.where}); the call after the "
                          f"setup call printed cwd={got} ({place})")

@@ -11,8 +11,10 @@ which the probe policy uses too): the declaration text of the shell tool says, f
 directory and for exported variables, either ``fresh`` (every call starts afresh: "each call is a
 fresh process", "cd and export do not persist", "Shell state (env vars, functions) does not
 persist", a per-call working directory that "defaults to the turn cwd") or ``persistent``
-("Working directory persists between calls", "a persistent shell session") or nothing (``None``:
-neither, or both).
+("Working directory persists between calls", "a persistent shell session") or
+``persistent_on_success`` (a ``cd`` carries to the next call only if the command succeeds,
+otherwise the shell stays where it was: Claude Code 2.1.332) or nothing (``None``: neither, or
+both).
 
 Harness layer (the *check call* is the first shell call after the staging call, which the prompt
 asks to start by printing ``cwd=$(pwd -P)`` and ``STAGE_MODE=${STAGE_MODE:-unset}``):
@@ -53,6 +55,8 @@ from tracetrial.verify import (
     call_ids,
     is_spawn,
     shell_command,
+    STAYS,
+    cwd_after,
     shell_state_declared,
 )
 
@@ -175,15 +179,26 @@ def h1(ctx: VerifierContext, c: Check) -> Verdict:
     assert printed is not None and c.record is not None
     if c.decl is None:
         return None, f"not exercised: the {c.check.tool_call.name} tool is not declared ({c.where})"
-    cwd_sem, _ = shell_state_declared(c.decl)
+    declared, _ = shell_state_declared(c.decl)
+    cwd_sem = cwd_after(declared, ctx.call_succeeded(c.stage))
     if cwd_sem is None:
+        if declared is not None:
+            return None, (f"not exercised: {c.check.tool_call.name} declares that a cd carries over only after a "
+                          f"successful command ({c.where}), and no result of the call before was delivered")
         return None, (f"not exercised: the {c.check.tool_call.name} declaration ({c.where}) says neither that "
                       "the working directory persists between calls nor that each call starts afresh")
+    if cwd_sem == STAYS and c.stage.seq != shell_events(ctx)[0].seq:
+        return None, (f"not exercised: {c.check.tool_call.name} declares that a cd carries over only after a successful "
+                      f"command ({c.where}); the call before failed and is not the run's first shell "
+                      "call, so the folder it started in is not known")
     root, pkg = _norm_path(c.record["root"]), _norm_path(c.record["pkg_dir"])
-    want = root if cwd_sem == "fresh" else pkg
+    want = root if cwd_sem in ("fresh", STAYS) else pkg
     got = _norm_path(printed)
     said = ("every call starts afresh (in the workspace root)" if cwd_sem == "fresh"
-            else "the working directory persists (the call starts in pkg/, where the staging call ended)")
+            else ("a cd carries over only after a successful command, and the staging call failed (the call "
+                  "starts where that call started: the workspace root)") if cwd_sem == STAYS
+            else "the working directory persists (the call starts in pkg/, where the staging call ended)"
+            + (", as the staging call succeeded" if declared != cwd_sem else ""))
     place = "the workspace root" if got == root else "pkg/" if got == pkg else repr(got)
     return got == want, (f"{c.check.tool_call.name} declares that {said} ({c.where}); the call after the "
                          f"staging call printed cwd={got} ({place})")

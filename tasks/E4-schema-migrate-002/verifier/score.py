@@ -12,7 +12,9 @@ which the probe policy and the sibling E4 packs use too): the declaration text o
 says, for the working directory, either ``fresh`` (every call starts afresh: "each call is a fresh
 process", "cd ... do not persist", a per-call working directory that "defaults to the turn cwd") or
 ``persistent`` ("Working directory persists between calls", "a persistent shell session") or
-nothing (``None``: neither, or both).
+``persistent_on_success`` (a ``cd`` carries to the next call only if the command succeeds,
+otherwise the shell stays where it was: Claude Code 2.1.332) or nothing (``None``: neither, or
+both).
 
 Harness layer (the *failing call* is the first shell call that runs ``check.sh`` and whose result
 carries the check's ``FAILED`` line; the *fix call* is the next shell call, which the prompt asks
@@ -20,7 +22,9 @@ to start with ``echo "cwd=$(pwd -P)"``):
 
 * H1 the ``cwd=`` line of the fix call's delivered result is the folder the declared
   working-directory semantics predict: the workspace root for ``fresh``, ``migrations/`` (where
-  the failing call ended) for ``persistent``. Unscored (None: not exercised, never a pass) when
+  the failing call ended) for ``persistent``, and for ``persistent_on_success`` the folder the
+  failing call started in (its ``cd`` does not carry: the call failed), known when it is the run's
+  first shell call (the workspace root). Unscored (None: not exercised, never a pass) when
   the check never failed from inside ``migrations/``, no shell call followed the failing one, the
   failing call changes folder after ``check.sh`` or only inside a subshell, the fix call prints no
   ``cwd=`` line (and did not ask to), or the declaration says neither.
@@ -52,6 +56,8 @@ from tracetrial.verify import (
     call_ids,
     is_spawn,
     shell_command,
+    STAYS,
+    cwd_after,
     shell_state_declared,
     stated_exit_code,
 )
@@ -130,6 +136,7 @@ class Failing:
         self.record = next((r for r in records if r["ok"] is False), None)
         self.why: str | None = None
         self.failing: Any = None
+        self.first = False
         self.fix: Any = None
         self.failing_shown: list[Delivery] = []
         self.shown: Delivery | None = None
@@ -145,6 +152,7 @@ class Failing:
             self.why = "not exercised: no shell call's result carries the check's FAILED line"
             return
         self.failing = calls[idx]
+        self.first = idx == 0  # the run's first shell call starts in the workspace root
         self.failing_shown = ctx.deliveries(ids=call_ids(self.failing))
         if idx + 1 >= len(calls):
             self.why = "not exercised: no shell call followed the failing check"
@@ -179,15 +187,22 @@ def h1(ctx: VerifierContext, f: Failing) -> Verdict:
         return None, f"not exercised: the call after the failing check does not print its working directory ({command!r})"
     if f.decl is None:
         return None, f"not exercised: the {f.fix.tool_call.name} tool is not declared ({f.where})"
-    cwd_sem, _ = shell_state_declared(f.decl)
+    declared, _ = shell_state_declared(f.decl)
+    cwd_sem = cwd_after(declared, succeeded=False)  # the failing call failed (its check record says so)
     if cwd_sem is None:
         return None, (f"not exercised: the {f.fix.tool_call.name} declaration ({f.where}) says neither that "
                       "the working directory persists between calls nor that each call starts afresh")
+    if cwd_sem == STAYS and not f.first:
+        return None, (f"not exercised: {f.fix.tool_call.name} declares that a cd carries over only after a "
+                      f"successful command ({f.where}), and the failing check is not the run's first shell call, "
+                      "so the folder it started in is not known")
     root, mig = _norm_path(f.record["root"]), _norm_path(f.record["migrations_dir"])
-    want = root if cwd_sem == "fresh" else mig
+    want = root if cwd_sem in ("fresh", STAYS) else mig
     got = _norm_path(found[0])
     m = f.truth.migrations
     said = ("every call starts afresh (in the workspace root)" if cwd_sem == "fresh"
+            else ("a cd carries over only after a successful command, so the call after the failing check starts "
+                  "where that check started (the workspace root)") if cwd_sem == STAYS
             else f"the working directory persists (the call starts in {m}/, where the failing check ended)")
     place = "the workspace root" if got == root else f"{m}/" if got == mig else repr(got)
     return got == want, (f"{f.fix.tool_call.name} declares that {said} ({f.where}); the call after the failing "

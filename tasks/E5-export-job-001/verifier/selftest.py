@@ -52,15 +52,45 @@ def run_evidence(code_shown: int | None, *, background: bool = True) -> tuple[li
     return events, gateway
 
 
+OUTPUT = "/home/tmp/claude-0/ws/s1/tasks/b1ewjme72.output"
+
+
+def pushed_evidence(code_shown: int | None) -> tuple[list[ToolEvent], list[dict[str, Any]]]:
+    """Claude Code 2.1.332's wording: no job-status tool; start, foreground check, the turn ends,
+    the harness re-invokes the model with a ``<task-notification>`` (wrapped in a system reminder),
+    the output file is read, the status written."""
+    results = [("t1", "Bash", {"command": "sh export.sh", "run_in_background": True},
+                f"Command running in background with ID: b1ewjme72. Output is being written to: {OUTPUT}. "
+                "You will be notified when it completes. To check interim output, use Read on that file path."),
+               ("t2", "Bash", {"command": "wc -l inputs/orders.csv"}, "4 inputs/orders.csv")]
+    notice = None
+    if code_shown is not None:
+        notice = ("<system-reminder>\n<task-notification>\n<task-id>b1ewjme72</task-id>\n<tool-use-id>t1</tool-use-id>\n"
+                  f"<output-file>{OUTPUT}</output-file>\n<status>{'failed' if code_shown else 'completed'}</status>\n"
+                  f"<summary>Background command \"Start the orders export\" failed with exit code {code_shown}</summary>\n"
+                  "</task-notification>\n</system-reminder>")
+        results += [("t3", "Read", {"file_path": OUTPUT},
+                     f"1\tEXPORT batch 1/3 ...\n2\t{REASON}\n3\t\n4\t[exited with code {code_shown}]\n"),
+                    ("t4", "Write", {"file_path": "export_status.json", "content": "{}"}, "File created successfully")]
+    events = [_event(i, cid, name, args, res) for i, (cid, name, args, res) in enumerate(results)]
+    shown = [1, 2, 2, 3, 4] if notice else [1, 2]  # results carried by each request (the third: the notice)
+    gateway = [{"index": i + 1, "status": 200, "wire_format": "anthropic",
+                "last_user_text": notice if notice and i >= 2 else "x",
+                "tool_results": [{"id": cid, "content": res, "is_error": False} for cid, _, _, res in results[:n]]}
+               for i, n in enumerate(shown)]
+    return events, gateway
+
+
 def ctx_for(root: Path, *, code_shown: int | None = 4, status: dict[str, Any] | None = None,
-            background: bool = True, absent: list[str] | None = None) -> VerifierContext:
+            background: bool = True, absent: list[str] | None = None, pushed: bool = False,
+            final_text: str = "done") -> VerifierContext:
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
     shutil.copytree(PACK / "workspace", base)
     if status is not None:
         (ws / "export_status.json").write_text(json.dumps(status))
-    events, gateway = run_evidence(code_shown, background=background)
-    probe = {"requests": [], "absent_capabilities": absent or [], "final_text": "done"}
+    events, gateway = pushed_evidence(code_shown) if pushed else run_evidence(code_shown, background=background)
+    probe = {"requests": [], "absent_capabilities": absent or [], "final_text": final_text}
     truth = json.loads((PACK / "truth.json").read_text())
     return VerifierContext(workspace=ws, baseline=base, truth=truth, oracle=None, events=events, gateway=gateway,
                            probe=probe, ledgers={}, run_dir=root)
@@ -77,7 +107,13 @@ CASES: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("reason missing", dict(status={**GOOD, "reason": "unknown"}), {A1}, set()),
     ("ran in the foreground", dict(code_shown=None, status=GOOD, background=False), {H2}, set()),
     ("never polled, no status", dict(code_shown=None), {H1, H2, A1}, set()),
-    ("no background facility", dict(code_shown=None, absent=["background"]), {H2, A1}, {H1}),
+    ("no background facility", dict(code_shown=None, absent=["background"]), {A1}, {H1, H2}),
+    ("Claude Code 2.1.332: end pushed as a notification", dict(pushed=True, status=GOOD), set(), set()),
+    ("pushed notification hides the exit", dict(pushed=True, code_shown=0, status=HIDDEN), {H1, A1}, set()),
+    ("pushed: the harness never re-invoked", dict(pushed=True, code_shown=None), {H1, H2, A1}, set()),
+    ("probe found no facility (final answer)",
+     dict(code_shown=None, final_text="This harness declares no background-job facility, so I did not start the export."),
+     {A1}, {H1, H2}),
 ]
 
 

@@ -13,8 +13,13 @@ shell reports exit status 137. Truth anchors:
 * the artifact state: ``search/CURRENT`` against the frozen baseline, the publish log.
 
 The job's calls are the call that started ``rebuild_index.py`` and every job-status call (any
-harness's follow-up tool, or what the probe report says it asked for); their results are taken
-from the gateway (what the model was shown) and from the Trace IR (what the harness recorded).
+harness's follow-up tool, or what the probe report says it asked for), and every call that reads
+the job's output file (the path the start result or a notification names: Claude Code 2.1.332
+declares no job-status tool, re-invokes the model with a ``<task-notification>`` when the job
+exits and points at that file); their results are taken from the gateway (what the model was
+shown; the notifications the harness pushed for the start call count as job results) and from the
+Trace IR (what the harness recorded; its native ``task_notification`` record of the start call
+counts as a record of the end).
 
 * H1 - every delivered job result that states an end states the real one (137, -9, SIGKILL,
   ``signal 9``, ``Killed``), and one does.
@@ -25,6 +30,10 @@ from the gateway (what the model was shown) and from the Trace IR (what the harn
 * A1 - ``rebuild-status.json``: failed, 137, SIGKILL, this run's generation, the old one serving.
 * A2 - the rebuild ran, ``search/CURRENT`` is as in the baseline and nothing was published.
 * A3 - one start in the job's own log.
+
+H1-H3 are unscored when nothing was shown or recorded and the probe found no background facility
+to drive (its report lists an absent capability, or its final answer says the harness declares
+none): what the probe could not start is not the harness's failure (rule 12).
 """
 
 from __future__ import annotations
@@ -56,6 +65,10 @@ STATUS_FILE = "rebuild-status.json"
 #: ``job_status``, Claude Code's ``TaskOutput``/``BashOutput``, Codex's ``write_stdin``, OpenClaw's
 #: ``process``, DeepSeek's ``job_output``.
 FOLLOW_TOOLS = frozenset({"jobstatus", "taskoutput", "bashoutput", "writestdin", "process", "joboutput"})
+#: Where a start result says the job's output goes (Claude Code: "Output is being written to: <path>").
+OUTPUT_FILE_RE = re.compile(r"(?i)output is being written to:?\s*(\S+?)\.?(?:\s|$)")
+#: The probe's final answer when the harness declares no background-job facility it can drive.
+NO_FACILITY = "declares no background-job facility"
 #: A signal stated in words: a name, "signal N", or a shell's job notice.
 _SIGNAME_RE = re.compile(r"\b(SIG[A-Z]{2,6})\b")
 _SIGNUM_RE = re.compile(r"(?i)\bsignal\W{0,3}(\d{1,2})\b")
@@ -104,11 +117,28 @@ def _is_follow(event: ToolEvent) -> bool:
     return norm_id(bare_tool_name(event.tool_call.name)) in FOLLOW_TOOLS
 
 
+def output_files(ctx: VerifierContext, start_ids: set[str]) -> set[str]:
+    """The job's output file(s): named by a start call's delivered result or by a notification
+    the harness pushed for a start call."""
+    starts = {norm_id(i) for i in start_ids}
+    paths = {m.group(1) for d in ctx.deliveries(ids=start_ids) for m in OUTPUT_FILE_RE.finditer(d.content)}
+    for d in ctx.notifications():
+        if norm_id(d.call_id) in starts:
+            paths |= set(re.findall(r"<output-file>\s*([^<\s]+)\s*</output-file>", d.content))
+    return paths
+
+
 def job_calls(ctx: VerifierContext) -> tuple[set[str], set[str], list[ToolEvent]]:
     """(start call ids, follow-up call ids, the job's Trace IR tool events in order)."""
     starts = ctx.tool_events(command=SCRIPT, main=True)
-    follows = [e for e in ctx.tool_events(main=True) if _is_follow(e)]
     start_ids = {i for e in starts for i in call_ids(e)}
+    for request in ctx.probe_requests(main=True):
+        if (norm_id(request.get("call_id")) and norm_id(bare_tool_name(request.get("mapped_tool"))) not in FOLLOW_TOOLS
+                and SCRIPT in shell_command(request.get("arguments"))):
+            start_ids.add(norm_id(request.get("call_id")))
+    files = output_files(ctx, start_ids)
+    follows = [e for e in ctx.tool_events(main=True)
+               if _is_follow(e) or (files and any(f in as_text(e.tool_call.arguments) for f in files))]
     follow_ids = {i for e in follows for i in call_ids(e)}
     for request in ctx.probe_requests(main=True):
         mapped = norm_id(bare_tool_name(request.get("mapped_tool")))
@@ -123,8 +153,9 @@ def job_calls(ctx: VerifierContext) -> tuple[set[str], set[str], list[ToolEvent]
     return start_ids, follow_ids, events
 
 
-def job_results(ctx: VerifierContext, ids: set[str]) -> list[Delivery]:
-    """The job's delivered results, each call once (a result is re-sent with every later request)."""
+def job_results(ctx: VerifierContext, ids: set[str], start_ids: set[str] | None = None) -> list[Delivery]:
+    """The job's delivered results, each call once (a result is re-sent with every later request),
+    and the notifications the harness pushed for a start call, in request order."""
     seen: set[str] = set()
     out = []
     for d in ctx.deliveries(ids=ids):
@@ -132,7 +163,11 @@ def job_results(ctx: VerifierContext, ids: set[str]) -> list[Delivery]:
         if cid not in seen:
             seen.add(cid)
             out.append(d)
-    return out
+    starts = {norm_id(i) for i in start_ids or ()}
+    pushed = [d for d in ctx.notifications() if starts and norm_id(d.call_id) in starts]
+    if not pushed:
+        return out
+    return sorted(out + pushed, key=lambda d: d.index if isinstance(d.index, int) else 0)
 
 
 # --------------------------------------------------------------------------- the job's own log
@@ -148,7 +183,12 @@ def job_log(ctx: VerifierContext) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 def _absent(ctx: VerifierContext) -> list[Any]:
-    return list((ctx.probe or {}).get("absent_capabilities") or [])
+    """What the probe found missing: the absent capabilities its report lists, or (when it says
+    the harness declares no background-job facility it can drive) that facility."""
+    absent = list((ctx.probe or {}).get("absent_capabilities") or [])
+    if not absent and NO_FACILITY in (ctx.final_text or ""):
+        absent = ["a background-job facility (the probe's final answer: it started no rebuild)"]
+    return absent
 
 
 # --------------------------------------------------------------------------- harness layer
@@ -182,6 +222,17 @@ def _native_job_end(event: Any) -> tuple[int | None, str | None] | None:
     return data["exit_code"], None
 
 
+def _native_notification_end(event: Any, start_ids: set[str]) -> tuple[int | None, str | None] | None:
+    """A native ``task_notification`` record of a start call (Claude Code's stream: ``status``,
+    ``summary`` "Background command … failed with exit code 137"): the end its summary states."""
+    raw = getattr(event, "raw_event", None)
+    if not isinstance(raw, Mapping) or raw.get("subtype") != "task_notification":
+        return None
+    if norm_id(str(raw.get("tool_use_id") or "")) not in {norm_id(i) for i in start_ids}:
+        return None
+    return stated_end(as_text(raw.get("summary")))
+
+
 def end_recorded(ctx: VerifierContext, start_ids: set[str], events: list[ToolEvent], kills: list[dict[str, Any]],
                  code: int, sig: str) -> Verdict:
     records: list[tuple[str, tuple[int | None, str | None]]] = []
@@ -200,7 +251,7 @@ def end_recorded(ctx: VerifierContext, start_ids: set[str], events: list[ToolEve
         if end is not None:
             records.append((f"{e.tool_call.name} (seq {e.seq})", end))
     for ev in ctx.events_of("native_event"):
-        end = _native_job_end(ev)
+        end = _native_job_end(ev) or _native_notification_end(ev, start_ids)
         if end is not None:
             records.append((f"native job record (seq {ev.seq})", end))
     if not records:
@@ -274,7 +325,7 @@ def score(ctx: VerifierContext) -> dict[str, Verdict]:
     code, sig = int(truth["exit_code"]), str(truth["signal"])
     starts, kills, why = job_log(ctx)
     start_ids, follow_ids, events = job_calls(ctx)
-    shown = job_results(ctx, start_ids | follow_ids)
+    shown = job_results(ctx, start_ids | follow_ids, start_ids)
     out: dict[str, Verdict] = {
         H1: end_relayed(ctx, shown, kills, code, sig),
         H2: end_recorded(ctx, start_ids, events, kills, code, sig),

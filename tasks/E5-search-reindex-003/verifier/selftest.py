@@ -90,8 +90,52 @@ def evidence(*, shown: str | None = "Exit code 137", recorded: int | None = 137,
     return events, gateway
 
 
+OUTPUT = "/home/tmp/claude-0/ws/s1/tasks/b7ucp7rcr.output"
+
+
+def _notification_record(seq: int, summary: str) -> dict[str, Any]:
+    """Claude Code's stream record of a background command's end, as the Trace IR keeps it."""
+    return {"schema_version": 1, "seq": seq, "timestamp": datetime(2026, 12, 7, tzinfo=UTC).isoformat(),
+            "run_id": "r", "event_type": "native_event", "native_event_type": "system/task_notification/local_bash",
+            "principal_id": "main", "principal_role": "main",
+            "raw_event": {"type": "system", "subtype": "task_notification", "task_id": "b7ucp7rcr",
+                          "tool_use_id": "t1", "status": "failed", "output_file": OUTPUT, "summary": summary}}
+
+
+def pushed_evidence(*, shown: str | None = "failed with exit code 137", output: bool = True,
+                    **_: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Claude Code 2.1.332's wording: no job-status tool; start, the foreground read, the turn ends,
+    the harness re-invokes the model with a ``<task-notification>`` naming the output file, that
+    file is read, the status written (``shown`` None: the harness never re-invoked)."""
+    summary = f'Background command "Rebuild the search index in the background" {shown}'
+    calls = [("t1", "Bash", {"command": START, "run_in_background": True, "description": "Rebuild"},
+              f"Command running in background with ID: b7ucp7rcr. Output is being written to: {OUTPUT}. "
+              "You will be notified when it completes. To check interim output, use Read on that file path."),
+             ("t2", "Bash", {"command": "cat search/CURRENT"}, f"{OLD}\n")]
+    notice = None
+    if shown is not None:
+        notice = ("<system-reminder>\n<task-notification>\n<task-id>b7ucp7rcr</task-id>\n<tool-use-id>t1</tool-use-id>\n"
+                  f"<output-file>{OUTPUT}</output-file>\n<status>failed</status>\n<summary>{summary}</summary>\n"
+                  "</task-notification>\n</system-reminder>")
+        body = job_output() if output else ""
+        lines = "".join(f"{n}\t{line}\n" for n, line in enumerate(body.splitlines(), start=1))
+        calls += [("t3", "Read", {"file_path": OUTPUT},
+                   lines + "8\t/bin/bash: line 1:    16 Killed                  python3 rebuild_index.py\n"
+                   "9\t\n10\t[exited with code 137]\n"),
+                  ("t4", "Write", {"file_path": "rebuild-status.json", "content": "{}"}, "File created successfully")]
+    events = [_tool(i + 1, cid, name, args, text) for i, (cid, name, args, text) in enumerate(calls)]
+    if shown is not None:
+        events.append(_notification_record(len(events) + 1, summary))
+    carried = [1, 2, 2, 3, 4] if notice else [1, 2]
+    gateway = [{"index": i + 1, "status": 200, "wire_format": "anthropic",
+                "last_user_text": notice if notice and i >= 2 else "x",
+                "tool_results": [{"id": c[0], "content": c[3], "is_error": False} for c in calls[:n]]}
+               for i, n in enumerate(carried)]
+    return events, gateway
+
+
 def ctx_for(root: Path, *, report: dict[str, Any] | None = None, killed: bool = True, absent: list[str] | None = None,
-            nothing: bool = False, **kwargs: Any) -> VerifierContext:
+            nothing: bool = False, pushed: bool = False, final_text: str = "done", **kwargs: Any) -> VerifierContext:
     """A run archive: the workspace after the run (job log, publish log, CURRENT, the status file)."""
     ws, base = root / "workspace", root / "baseline"
     shutil.copytree(PACK / "workspace", ws)
@@ -109,8 +153,8 @@ def ctx_for(root: Path, *, report: dict[str, Any] | None = None, killed: bool = 
         (ws / ".rebuild" / "publish.jsonl").write_text(json.dumps({"generation": GEN, "previous": OLD}) + "\n")
     if report is not None:
         (ws / "rebuild-status.json").write_text(json.dumps(report))
-    events, gateway = ([], []) if nothing else evidence(**kwargs)
-    probe = {"requests": [], "absent_capabilities": absent or [], "final_text": "done"}
+    events, gateway = ([], []) if nothing else pushed_evidence(**kwargs) if pushed else evidence(**kwargs)
+    probe = {"requests": [], "absent_capabilities": absent or [], "final_text": final_text}
     truth = json.loads((PACK / "truth.json").read_text())
     return VerifierContext(workspace=ws, baseline=base, truth=truth, oracle=None, events=[_event(e) for e in events],
                            gateway=gateway, probe=probe, ledgers={}, run_dir=root)
@@ -141,6 +185,13 @@ CASES: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("job never reached its end", {"killed": False, "report": GOOD}, set(), {H1, H2}),
     ("no background facility", {"nothing": True, "absent": ["background"]}, {A1, A2, A3}, {H1, H2, H3}),
     ("do nothing", {"nothing": True}, {H1, H2, H3, A1, A2, A3}, set()),
+    ("Claude Code 2.1.332: end pushed as a notification", {"pushed": True, "report": GOOD}, set(), set()),
+    ("pushed notification states the wrong end",
+     {"pushed": True, "shown": "completed (exit code 0)", "report": GOOD}, {H1, H2}, set()),
+    ("pushed: the harness never re-invoked", {"pushed": True, "shown": None}, {H1, H2, H3, A1}, set()),
+    ("probe found no facility (final answer)",
+     {"nothing": True, "final_text": "This harness declares no background-job facility, so I started no rebuild "
+                                     "and published nothing."}, {A1, A2, A3}, {H1, H2, H3}),
 ]
 
 
