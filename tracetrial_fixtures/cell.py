@@ -34,7 +34,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
 )
-from tracetrial.archive import RunArchive, RunPaths, check_seal, repetition_root
+from tracetrial.archive import Manifest, RunArchive, RunPaths, SealCheck, check_seal, repetition_root
 from tracetrial.errors import ApparatusError
 from tracetrial.redact import Redactor
 from tracetrial.results import (
@@ -225,6 +225,9 @@ class CellRunner:
         self.repetition = repetition
         self.repetitions = repetitions
         self.paths = RunPaths.for_cell(repetition_root(output, repetition), task.id, model, adapter.full_name)
+        #: The manifest of a run that ended normally, as :meth:`_execute` sealed it: scoring follows
+        #: with nothing written in between (an apparatus failure is scored against a full check).
+        self._sealed: Manifest | None = None
 
     def _version(self) -> str | None:
         """The harness's version now (``None`` when it cannot be read: resuming then trusts the
@@ -294,7 +297,10 @@ class CellRunner:
         from tracetrial.task import load_task
 
         snapshot = load_task(self.paths.private / "task" / self.task.id)
-        return score_run(snapshot, self.paths.root, judge=self.judge)
+        # Admission need not hash the archive again: this runner sealed it just now, and every
+        # process of the run (harness turns, simulators, endpoints) has ended; only reads since.
+        sealed = SealCheck("sealed", (), self._sealed) if self._sealed is not None else None
+        return score_run(snapshot, self.paths.root, judge=self.judge, sealed=sealed)
 
     # ------------------------------------------------------------- execute
     def _execute(self, run_id: str, identity: CellIdentity, archive: RunArchive, redactor: Redactor,
@@ -313,7 +319,7 @@ class CellRunner:
             record.status = "skipped"
             record.timing = timing
             archive.write_json("result.json", record)
-            archive.seal(run_id)
+            self._sealed = archive.seal(run_id)
             return record
 
         # The agent works in a temp dir outside the archive so private files are not a path away.
@@ -479,7 +485,7 @@ class CellRunner:
             write_reconciliation(archive)
         record.timing = timing
         archive.write_json("result.json", record)  # with the evidence phase; sealing and scoring come after
-        archive.seal(run_id)
+        self._sealed = archive.seal(run_id)
         return record
 
 
