@@ -31,7 +31,14 @@ from criteria.rundata import RunData, load_run, read_json_file
 from criteria.scoring import combine, write_combined
 from criteria.validate import unusable_rules
 from criteria.verifier import VERIFIER_OUTPUT, run_verifier
-from tracetrial.archive import SCORABLE, SCORING_OUTPUTS, RunPaths, SealCheck, check_seal, reseal_scoring
+from tracetrial.archive import (
+    SCORABLE,
+    SCORING_OUTPUTS,
+    RunPaths,
+    SealCheck,
+    check_seal,
+    reseal_scoring,
+)
 from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
 from tracetrial.results import AdmissionDecision, CombinedScore
