@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -225,12 +225,12 @@ def services_of(config: pytest.Config) -> Services:
 
 
 @pytest.fixture(scope="session")
-def tt_services(request: pytest.FixtureRequest) -> Iterator[Services]:
+def tt_services(request: pytest.FixtureRequest) -> Services:
     """The probe model server and LiteLLM gateway of this process (started on first use, or
-    in the background as soon as the cells are being collected)."""
-    services = services_of(request.config)
-    yield services
-    services.close()
+    in the background as soon as the cells are being collected). Stopped by the cleanup
+    :func:`services_of` registers, when the session ends: a session fixture's teardown runs
+    inside the last cell's teardown, which would bill the proxy's stop to that cell."""
+    return services_of(request.config)
 
 
 @pytest.fixture
