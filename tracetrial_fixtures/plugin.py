@@ -37,6 +37,7 @@ from tracetrial_fixtures.progress import (
     write_session_reports,
 )
 from tracetrial_fixtures.run import run_cell
+from tracetrial_fixtures.run import warm_up as warm_up_cells
 from tracetrial_fixtures.services import Services
 from tracetrial_fixtures.session import SESSION_KEY, Session, is_worker, session_of
 from tracetrial_fixtures.settings import resolve_settings
@@ -130,8 +131,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     * ``--tt-estimate``: price them at their budgets, then deselect them all;
     * else, when one will run (not resumed from its archive), the proxy and the verifier's
-      forkserver start now, in the background: the rest of the session's start and the first
-      cell's preparation overlap them, and a session running no cell pays nothing.
+      forkserver start now, in the background, and so does the first cells' one-off work
+      (:func:`~tracetrial_fixtures.run.warm_up`: adapters, harness versions, scoring imports):
+      the rest of the session's start and the first cell's preparation overlap them, and a
+      session running no cell pays nothing.
     """
     tt = session_of(config)
     settings = tt.settings
@@ -144,11 +147,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if config.option.collectonly:
         return
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        ref = callspec.params.get("tt_cell_spec") if callspec is not None else None
-        if not isinstance(ref, CellRef):
-            continue
+    callspecs = [getattr(item, "callspec", None) for item in items]
+    refs = [ref for callspec in callspecs if callspec is not None
+            for ref in [callspec.params.get("tt_cell_spec")] if isinstance(ref, CellRef)]
+    for ref in refs:
         paths = RunPaths.for_cell(repetition_root(settings.output, ref.repetition), ref.task_id, ref.model, ref.harness)
         if settings.rerun or not paths.combined_score.is_file():
             services_of(config).warm_up()
@@ -156,6 +158,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             from criteria.verifier import warm_up as warm_up_verifier
 
             threading.Thread(target=warm_up_verifier, name="tt-verifier-warm-up", daemon=True).start()
+            threading.Thread(target=warm_up_cells, args=([r.harness for r in refs],), name="tt-cell-warm-up",
+                             daemon=True).start()
             return
 
 

@@ -9,6 +9,7 @@ an error of the cell, never a harness failure.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from criteria.judge import Judge
     from harnesses.base import HarnessAdapter
 
-__all__ = ["run_cell"]
+__all__ = ["run_cell", "warm_up"]
 
 
 
@@ -88,6 +89,31 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
     if result.skipped:
         pytest.skip(f"cell not eligible: {result.skipped}")
     return result
+
+
+def warm_up(harnesses: Iterable[str]) -> None:
+    """Do in the background, while the proxy starts, what the session's first cell of each
+    harness would otherwise do on its own clock: import the adapter (and the normalizer it
+    imports), read the harness version (a CLI's ``--version`` process; each adapter class keeps
+    it for the session), and import the scoring code with its rule modules. The plugin calls it
+    at collection when a cell will run. Never raises: what fails here fails again, and is
+    reported, in the cell that needs it."""
+    for name in dict.fromkeys(harnesses):
+        try:
+            adapter = _adapter(name)
+            if not isinstance(adapter, str) and adapter.unavailable_reason() is None:
+                adapter.version()
+        except Exception:  # noqa: BLE001, S112 - the cell reports it
+            continue
+    try:
+        import apparatus.simulators  # noqa: F401 - imported by every cell's flow
+        import criteria.rules_reconcile  # noqa: F401
+        import tracetrial.eligibility  # noqa: F401
+        from criteria.registry import load_builtin_rules
+
+        load_builtin_rules()
+    except Exception:  # noqa: BLE001, S110 - the cell imports them again and reports a failure
+        pass
 
 
 def _record_spend(ledger: SpendLedger, cell: CellSpec, paths: RunPaths, output: Path, cap: float | None) -> None:
