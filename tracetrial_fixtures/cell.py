@@ -455,7 +455,7 @@ class CellRunner:
                     archive.copy_in(src.parent / "bodies", "gateway/bodies")
                 archive.copy_in(workspace, "workspace")
                 archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
-                shutil.rmtree(scratch, ignore_errors=True)
+                tempstate.remove_later(scratch)  # archived above; deleting it need not hold up the cell
 
         records = read_records(paths.gateway / "requests.jsonl")
         if probe_report is not None and probe_report.apparatus_errors:
