@@ -115,6 +115,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker_name(model)}: cells run with the {model} model")
     if not is_worker(config):
         config.pluginmanager.register(CellProgress(config, session), "tracetrial-progress")
+    if not (config.option.collectonly or session.settings.estimate) and \
+            (is_worker(config) or not getattr(config.option, "numprocesses", None)):
+        # This process may run cells (an xdist controller runs none): their one-off work starts
+        # now, in the background, overlapping collection and the proxy's start.
+        threading.Thread(target=warm_up_cells, args=(list(harness_names(session.settings)),),
+                         name="tt-cell-warm-up", daemon=True).start()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -131,10 +137,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     * ``--tt-estimate``: price them at their budgets, then deselect them all;
     * else, when one will run (not resumed from its archive), the proxy and the verifier's
-      forkserver start now, in the background, and so does the first cells' one-off work
-      (:func:`~tracetrial_fixtures.run.warm_up`: adapters, harness versions, scoring imports):
-      the rest of the session's start and the first cell's preparation overlap them, and a
-      session running no cell pays nothing.
+      forkserver start now, in the background: the rest of the session's start and the first
+      cell's preparation overlap them, and a session running no cell pays nothing. (The
+      cells' other one-off work, :func:`~tracetrial_fixtures.run.warm_up`, started at
+      configuration: a resumed cell reads its harness's version too.)
     """
     tt = session_of(config)
     settings = tt.settings
@@ -147,10 +153,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if config.option.collectonly:
         return
-    callspecs = [getattr(item, "callspec", None) for item in items]
-    refs = [ref for callspec in callspecs if callspec is not None
-            for ref in [callspec.params.get("tt_cell_spec")] if isinstance(ref, CellRef)]
-    for ref in refs:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        ref = callspec.params.get("tt_cell_spec") if callspec is not None else None
+        if not isinstance(ref, CellRef):
+            continue
         paths = RunPaths.for_cell(repetition_root(settings.output, ref.repetition), ref.task_id, ref.model, ref.harness)
         if settings.rerun or not paths.combined_score.is_file():
             services_of(config).warm_up()
@@ -158,8 +165,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             from criteria.verifier import warm_up as warm_up_verifier
 
             threading.Thread(target=warm_up_verifier, name="tt-verifier-warm-up", daemon=True).start()
-            threading.Thread(target=warm_up_cells, args=([r.harness for r in refs],), name="tt-cell-warm-up",
-                             daemon=True).start()
             return
 
 

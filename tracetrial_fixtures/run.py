@@ -8,6 +8,7 @@ an error of the cell, never a harness failure.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -92,28 +93,38 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
 
 
 def warm_up(harnesses: Iterable[str]) -> None:
-    """Do in the background, while the proxy starts, what the session's first cell of each
+    """Do in the background, from the session's start, what the session's first cell of each
     harness would otherwise do on its own clock: import the adapter (and the normalizer it
-    imports), read the harness version (a CLI's ``--version`` process; each adapter class keeps
-    it for the session), and import the scoring code with its rule modules. The plugin calls it
-    at collection when a cell will run. Never raises: what fails here fails again, and is
-    reported, in the cell that needs it."""
-    for name in dict.fromkeys(harnesses):
+    imports) and read the harness version (a CLI's ``--version`` process; each adapter class
+    keeps it for the session), then import what every cell's flow and scoring import on first
+    use, rule modules included. In the order a first cell needs them. The plugin starts it at
+    configuration in each process that may run cells. Never raises: what fails here fails
+    again, and is reported, in the cell that needs it."""
+    names = list(dict.fromkeys(harnesses))
+    _warm_harnesses(names[:1])  # the session's first cell's harness comes first
+    try:
+        # What every cell's flow imports on first use: the simulators' launch, scoring (and its
+        # rule modules), the evidence phase, the checker, the progress line, eligibility.
+        for module in ("apparatus.simulators", "criteria", "criteria.rules_reconcile", "reports.allure",
+                       "reports.terminal", "tracetrial.eligibility"):
+            importlib.import_module(module)
+        from criteria.registry import load_builtin_rules
+
+        load_builtin_rules()
+    except Exception:  # noqa: BLE001, S110 - the cell imports them again and reports a failure
+        pass
+    _warm_harnesses(names[1:])
+
+
+def _warm_harnesses(names: list[str]) -> None:
+    """Import each harness's adapter and read its version (see :func:`warm_up`)."""
+    for name in names:
         try:
             adapter = _adapter(name)
             if not isinstance(adapter, str) and adapter.unavailable_reason() is None:
                 adapter.version()
         except Exception:  # noqa: BLE001, S112 - the cell reports it
             continue
-    try:
-        import apparatus.simulators  # noqa: F401 - imported by every cell's flow
-        import criteria.rules_reconcile  # noqa: F401
-        import tracetrial.eligibility  # noqa: F401
-        from criteria.registry import load_builtin_rules
-
-        load_builtin_rules()
-    except Exception:  # noqa: BLE001, S110 - the cell imports them again and reports a failure
-        pass
 
 
 def _record_spend(ledger: SpendLedger, cell: CellSpec, paths: RunPaths, output: Path, cap: float | None) -> None:
