@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.criteria.conftest import check, context_for
 
 SCORE_PY = '''
@@ -155,12 +157,13 @@ def score(ctx):
 """
 
 
-def test_each_scoring_runs_in_a_fresh_process_of_its_own_group(make_pack, make_run) -> None:
+def test_each_scoring_runs_in_a_fresh_process_of_its_own_group(make_pack: Any, make_run: Any) -> None:
     """A verifier process is started ahead of its job (so scoring only hands it over), yet
     every run still gets a fresh process that leads its own process group."""
     from criteria import verifier as mod
 
-    ctx = _ctx(make_pack, make_run, score_py=PID_SCORE_PY)
+    pack = make_pack(score_py=PID_SCORE_PY)
+    ctx = context_for(make_run(pack))
     mod.warm_up()
     reasons = []
     for _ in range(3):
