@@ -28,6 +28,7 @@ import atexit
 import contextlib
 import hashlib
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from apparatus.lifetime import alive_with_start, process_start
 
-__all__ = ["PREFIX", "Owner", "mkdtemp", "register_process", "session_dir", "sweep"]
+__all__ = ["PREFIX", "Owner", "mkdtemp", "register_process", "remove_later", "session_dir", "sweep"]
 
 PREFIX = "tt-session-"
 _LOCK = threading.Lock()
@@ -114,6 +115,30 @@ def session_dir(root: Path | None = None) -> Path:
 def mkdtemp(prefix: str) -> Path:
     """A new private folder (0700) in :func:`session_dir`, like :func:`tempfile.mkdtemp`."""
     return Path(tempfile.mkdtemp(prefix=prefix, dir=session_dir()))
+
+
+#: This process's background remover: ``(pid, its queue)`` (a forked child makes its own).
+_REMOVER: tuple[int, queue.SimpleQueue[Path]] | None = None
+
+
+def _remove_queued(pending: queue.SimpleQueue[Path]) -> None:
+    while True:
+        shutil.rmtree(pending.get(), ignore_errors=True)
+
+
+def remove_later(path: Path) -> None:
+    """Remove ``path`` (a folder of :func:`mkdtemp` nothing uses any more, such as a finished
+    cell's scratch) in a background thread: deleting a harness's HOME and workspace takes tens
+    to hundreds of ms, which a cell need not wait for — nothing reads the folder again. What is
+    still queued when the process exits goes with the session folder (:func:`session_dir`)."""
+    global _REMOVER
+    pid = os.getpid()
+    with _LOCK:
+        if _REMOVER is None or _REMOVER[0] != pid:
+            pending: queue.SimpleQueue[Path] = queue.SimpleQueue()
+            threading.Thread(target=_remove_queued, args=(pending,), name="tt-scratch-remover", daemon=True).start()
+            _REMOVER = (pid, pending)
+        _REMOVER[1].put(Path(path))
 
 
 def register_process(pid: int) -> None:

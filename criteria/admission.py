@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from criteria.rundata import LEDGER_DIR, TASK_SNAPSHOT_DIR, RunData, read_json_file
-from tracetrial.archive import SCORABLE, Manifest, check_seal, safe_component
+from tracetrial.archive import SCORABLE, Manifest, SealCheck, check_seal, safe_component
 from tracetrial.errors import ArchiveError
 from tracetrial.results import WALL_CLOCK_BEFORE_TURN, AdmissionDecision, CellIdentity
 from tracetrial.task import TaskPack
@@ -131,8 +131,8 @@ def _lifecycle_problems(run: RunData) -> list[str]:
     return out
 
 
-def _manifest_problems(run: RunData) -> list[str]:
-    check = check_seal(run.root)
+def _manifest_problems(run: RunData, seal: SealCheck | None = None) -> list[str]:
+    check = seal if seal is not None else check_seal(run.root)
     # A legacy (tt-manifest/1) seal verifies the run's files; only its old score was never
     # sealed, and scoring is replacing that score now.
     problems = [] if check.state in SCORABLE else [str(p) for p in check.problems]
@@ -261,12 +261,16 @@ def _tool_cap(task: TaskPack, run: RunData) -> AdmissionDecision:
     return AdmissionDecision(check="tool_call_cap", ok=True, reason=f"{len(calls)} tool call(s) within the cap {cap}")
 
 
-def admit(task: TaskPack, run: RunData, *, ledger_verifier: LedgerVerifier | None = None) -> AdmissionResult:
+def admit(task: TaskPack, run: RunData, *, ledger_verifier: LedgerVerifier | None = None,
+          seal: SealCheck | None = None) -> AdmissionResult:
     """Every admission check and hard gate of one run (never raises).
 
     Args:
         ledger_verifier: ``path -> LedgerCheck``; default
             :func:`apparatus.simulators.ledger.verify_ledger`, imported lazily.
+        seal: the run directory's seal as this process has just written it, nothing written
+            since (see :func:`criteria.engine.score_run`); default: :func:`check_seal` hashes
+            every file again.
     """
     ident = run.result.identity if run.result is not None else fallback_identity(task, run)
     result = AdmissionResult(identity=ident)
@@ -284,7 +288,7 @@ def admit(task: TaskPack, run: RunData, *, ledger_verifier: LedgerVerifier | Non
     result.add("eligibility", [] if eligibility == "eligible" else [f"cell is {eligibility!r}: {why}"],
                "cell is eligible")
     result.add("lifecycle", _lifecycle_problems(run), "lifecycle records complete, no apparatus error")
-    result.add("manifest", _manifest_problems(run), "every file is covered by the manifest with matching sha256")
+    result.add("manifest", _manifest_problems(run, seal), "every file is covered by the manifest with matching sha256")
     result.add("trace", missing(run.events, run.events_error, "events.json"), "events.json is valid Trace IR")
     status = run.summary.structured_trace_status if run.summary is not None else None
     result.add("structured_trace", _trace_status_problems(run), f"structured trace status {status!r}")

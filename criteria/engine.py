@@ -31,7 +31,14 @@ from criteria.rundata import RunData, load_run, read_json_file
 from criteria.scoring import combine, write_combined
 from criteria.validate import unusable_rules
 from criteria.verifier import VERIFIER_OUTPUT, run_verifier
-from tracetrial.archive import SCORABLE, SCORING_OUTPUTS, RunPaths, check_seal, reseal_scoring
+from tracetrial.archive import (
+    SCORABLE,
+    SCORING_OUTPUTS,
+    RunPaths,
+    SealCheck,
+    check_seal,
+    reseal_scoring,
+)
 from tracetrial.files import atomic_write_text
 from tracetrial.redact import Redactor
 from tracetrial.results import AdmissionDecision, CombinedScore
@@ -97,7 +104,8 @@ def _pack_problems(task: TaskPack, run: RunData, admission: AdmissionResult) -> 
 
 
 def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
-              ledger_verifier: LedgerVerifier | None = None, write: bool = True) -> CombinedScore:
+              ledger_verifier: LedgerVerifier | None = None, write: bool = True,
+              sealed: SealCheck | None = None) -> CombinedScore:
     """Score one archived run: the authoritative :class:`CombinedScore`.
 
     Args:
@@ -107,13 +115,20 @@ def score_run(task: TaskPack, run_dir: Path, *, judge: Judge | None = None,
         ledger_verifier: override of ``apparatus.simulators.ledger.verify_ledger``.
         write: archive the evidence and ``combined_score.json`` and re-seal (default);
             nothing is written into a cell whose seal does not verify.
+        sealed: the seal of ``run_dir`` as the calling process has just written it, with
+            nothing written into the folder since (the cell flow scores right after
+            :meth:`tracetrial.archive.RunArchive.seal`, once every process of the run has
+            ended): admission takes it instead of hashing every file again. Never one read back
+            from disk or kept from earlier: resumed and re-scored cells are checked afresh.
+            Scoring still checks the seal again before it writes (the verifier, the pack's own
+            code, has run by then).
 
     Returns:
         The combined score (also written to ``artifacts/llm_judge/combined_score.json``).
     """
     root = Path(run_dir)
     run = load_run(root)
-    admission = admit(task, run, ledger_verifier=ledger_verifier)
+    admission = admit(task, run, ledger_verifier=ledger_verifier, seal=sealed)
     # Criteria triggered by another protocol are no part of this run (not in its denominators).
     task = task.for_protocol(admission.identity.protocol)
     verifier = _pack_problems(task, run, admission) if admission.admitted else None

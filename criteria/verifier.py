@@ -34,6 +34,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import traceback
 import types
 from multiprocessing.connection import Connection
@@ -139,6 +140,25 @@ def score_in_this_process(path: Path, ctx: VerifierContext) -> VerifierOutcome:
 def _child(conn: Connection, path: str, ctx: VerifierContext) -> None:
     """The verifier process: its own process group, ``score.py`` run, the outcome sent back."""
     os.setsid()  # so the parent can kill whatever score.py starts along with it
+    _serve(conn, path, ctx)
+
+
+def _waiting_child(jobs: Connection, conn: Connection) -> None:
+    """A verifier process started ahead of its job (:func:`_start_spare`): its own process group
+    at once, then its one job — the ``score.py`` path and the context — run as :func:`_child`
+    runs it. Never given one (the session ended), it ends."""
+    os.setsid()
+    try:
+        path, ctx = jobs.recv()
+    except (EOFError, OSError):
+        return
+    finally:
+        jobs.close()
+    _serve(conn, path, ctx)
+
+
+def _serve(conn: Connection, path: str, ctx: VerifierContext) -> None:
+    """Run ``score.py`` here and send the outcome back over ``conn``."""
     try:
         outcome = score_in_this_process(Path(path), ctx)
         payload: dict[str, Any] = {"ran": outcome.ran, "error": outcome.error,
@@ -176,16 +196,63 @@ def _context() -> Any:
     return _CONTEXT
 
 
+#: A verifier process started ahead of need and waiting for its one job: ``(pid of this
+#: process, the process, its job sender, its result receiver)``. Starting a process through the
+#: forkserver takes tens of ms under load; the next one is started in the background as soon as
+#: one is taken, so scoring only hands it the job. Each process still runs exactly one job.
+_SPARE: tuple[int, Any, Connection, Connection] | None = None
+_SPARE_LOCK = threading.Lock()
+
+
+def _start_spare() -> None:
+    """Start a waiting verifier process unless one is ready; never raises (scoring then starts
+    its process itself)."""
+    global _SPARE
+    try:
+        with _SPARE_LOCK:
+            if _SPARE is not None and _SPARE[0] == os.getpid():
+                return
+        mp = _context()
+        jobs_in, jobs = mp.Pipe(duplex=False)
+        receiver, sender = mp.Pipe(duplex=False)
+        proc = mp.Process(target=_waiting_child, args=(jobs_in, sender), daemon=True, name="tt-verifier")
+        proc.start()
+        jobs_in.close()
+        sender.close()
+    except Exception:  # noqa: BLE001 - run_verifier starts a process of its own
+        return
+    with _SPARE_LOCK:
+        if _SPARE is None or _SPARE[0] != os.getpid():
+            _SPARE = (os.getpid(), proc, jobs, receiver)
+            return
+    jobs.close()  # another one was ready first: this one reads no job and ends
+    receiver.close()
+    proc.join(5)
+
+
+def _take_spare() -> tuple[Any, Connection, Connection] | None:
+    """The waiting verifier process, if one is ready (a new one is started in the background)."""
+    global _SPARE
+    with _SPARE_LOCK:
+        spare, _SPARE = _SPARE, None
+    threading.Thread(target=_start_spare, name="tt-verifier-spare", daemon=True).start()
+    if spare is None or spare[0] != os.getpid() or not spare[1].is_alive():
+        return None
+    return spare[1], spare[2], spare[3]
+
+
 def warm_up() -> None:
     """Start this process's verifier forkserver now (it preloads the verifier API: ~1 s, paid
-    by the first cell otherwise). Called in the background at session start; never raises."""
+    by the first cell otherwise), and a verifier process waiting for the first job. Called in
+    the background at session start; never raises."""
     try:
         _context()
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
-    except Exception:  # noqa: BLE001, S110 - the first verifier run starts it (and reports a failure)
-        pass
+    except Exception:  # noqa: BLE001 - the first verifier run starts it (and reports a failure)
+        return
+    _start_spare()
 
 
 def _kill_group(pid: int | None) -> None:
@@ -216,17 +283,31 @@ def run_verifier(task: TaskPack, run: RunData, *, timeout_s: float | None = None
         bound = timeout_s if timeout_s is not None else verifier_timeout(task)
     except ValueError as exc:
         return VerifierOutcome(ran=False, error=str(exc))
-    mp = _context()
-    receiver, sender = mp.Pipe(duplex=False)
-    proc = mp.Process(target=_child, args=(sender, str(path), make_context(task, run)), daemon=True,
-                      name=f"tt-verifier-{task.id}")
-    try:
+    context = make_context(task, run)
+    spare = _take_spare()
+    if spare is not None:
+        proc, jobs, receiver = spare
         try:
-            proc.start()
-        except Exception as exc:  # noqa: BLE001 - e.g. the forkserver could not be reached
+            jobs.send((str(path), context))
+        except (OSError, ValueError):  # it died meanwhile: start one as below
+            receiver.close()
+            proc.join(1)
+            spare = None
+        finally:
+            jobs.close()
+    if spare is None:
+        mp = _context()
+        receiver, sender = mp.Pipe(duplex=False)
+        proc = mp.Process(target=_child, args=(sender, str(path), context), daemon=True,
+                          name=f"tt-verifier-{task.id}")
+    try:
+        if spare is None:
+            try:
+                proc.start()
+            except Exception as exc:  # noqa: BLE001 - e.g. the forkserver could not be reached
+                sender.close()
+                return VerifierOutcome(ran=False, error=f"could not start the verifier process: {type(exc).__name__}: {exc}")
             sender.close()
-            return VerifierOutcome(ran=False, error=f"could not start the verifier process: {type(exc).__name__}: {exc}")
-        sender.close()
         if not receiver.poll(bound):
             _kill_group(proc.pid)
             return VerifierOutcome(ran=True, error=f"verifier exceeded {bound:g} s (score.py was stopped)")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from abc import abstractmethod
 from pathlib import Path
@@ -76,6 +77,10 @@ def turn_outcome(index: int, proc: ProcessOutcome, files: TurnFiles, session_id:
                        stdout=files.stdout, stderr=files.stderr, session_id=session_id, error=error)
 
 
+#: Serializes the reading of CLI versions (:meth:`CliAdapter.version`).
+_VERSION_LOCK = threading.Lock()
+
+
 class CliAdapter(HarnessAdapter):
     """An adapter whose harness is one CLI process per user turn (the module docstring
     lists what a subclass gives)."""
@@ -112,10 +117,13 @@ class CliAdapter(HarnessAdapter):
 
     def version(self) -> str:
         key = (type(self), self.release)
-        if key not in self._versions:
-            text = cli_version_text(self.binary(), self.version_env)
-            self._versions[key] = self.parse_version(text) if text else "unknown"
-        return self._versions[key]
+        # Under the lock: a cell asking while the session's warm-up is reading the version
+        # (tracetrial_fixtures.run.warm_up) waits for that answer instead of starting the CLI again.
+        with _VERSION_LOCK:
+            if key not in self._versions:
+                text = cli_version_text(self.binary(), self.version_env)
+                self._versions[key] = self.parse_version(text) if text else "unknown"
+            return self._versions[key]
 
     def version_env(self, home: Path) -> dict[str, str]:
         """The environment of ``<binary> --version`` with the throwaway ``home``."""

@@ -414,12 +414,30 @@ def reseal_scoring(root: Path, before: SealCheck) -> Manifest:
     return current
 
 
+#: Files up to this size are remembered by their bytes between two redaction passes of one
+#: archive (comparing them costs nothing); larger ones by their SHA-256 (bounded memory).
+_REMEMBER_BYTES = 1 << 20
+
+
+def _fingerprint(data: bytes) -> bytes | str:
+    """What identifies a file's content across two passes: the bytes, or the digest of large ones."""
+    return data if len(data) <= _REMEMBER_BYTES else hashlib.sha256(data).hexdigest()
+
+
 class RunArchive:
     """Writer for one run directory; every write is redacted."""
 
     def __init__(self, paths: RunPaths, redactor: Redactor):
         self.paths = paths
         self.redactor = redactor
+        #: Files the last :meth:`redact_tree` found already redacted (redacting them changed
+        #: nothing), by content, with the redactor state it used: :meth:`seal` re-redacts only
+        #: files whose content differs, or everything when the redactor has changed since.
+        self._clean: dict[str, bytes | str] = {}
+        self._clean_state: tuple[frozenset[str], bool] | None = None
+
+    def _redactor_state(self) -> tuple[frozenset[str], bool]:
+        return frozenset(self.redactor.values), self.redactor.patterns
 
     def write_json(self, rel: str, data: Any) -> Path:
         if isinstance(data, BaseModel):
@@ -445,24 +463,53 @@ class RunArchive:
             shutil.copy2(src, dest, follow_symlinks=False)
         return dest
 
+    def _redact_file(self, path: Path, data: bytes) -> bytes:
+        """``data`` (the content of ``path``) redacted; the file is rewritten when that changed it."""
+        new = self.redactor.bytes_(data)
+        if new != data:
+            path.write_bytes(new)
+        return new
+
     def redact_tree(self) -> list[str]:
         """Redact every regular file in place; return files that changed."""
         changed = []
+        clean: dict[str, bytes | str] = {}
         for dirpath, _dirs, files in os.walk(self.paths.root):
             for name in files:
                 p = Path(dirpath) / name
                 if p.is_symlink() or not p.is_file():
                     continue
                 data = p.read_bytes()
-                new = self.redactor.bytes_(data)
-                if new != data:
-                    p.write_bytes(new)
-                    changed.append(p.relative_to(self.paths.root).as_posix())
+                rel = p.relative_to(self.paths.root).as_posix()
+                if self._redact_file(p, data) != data:
+                    changed.append(rel)
+                else:
+                    clean[rel] = _fingerprint(data)
+        self._clean, self._clean_state = clean, self._redactor_state()
         return changed
 
     def seal(self, run_id: str) -> Manifest:
-        """Redact the whole tree, then write ``manifest.json``."""
-        self.redact_tree()
-        manifest = build_manifest(self.paths.root, run_id)
-        write_manifest(self.paths.root, manifest)
+        """Redact the whole tree, then write ``manifest.json``.
+
+        One read of each file does both: a file whose content is what the last
+        :meth:`redact_tree` of this archive (same redactor) found already redacted is not
+        redacted again — redacting it would give the same bytes — and is hashed as read; any
+        other file (new, rewritten since, or all of them in a fresh archive) is redacted first,
+        then hashed as written. The manifest is the one :func:`build_manifest` would build after
+        :meth:`redact_tree`: the same files (``manifest.json`` aside, which is replaced), sizes
+        and digests.
+        """
+        root = self.paths.root
+        clean = self._clean if self._clean_state == self._redactor_state() else {}
+        files, links = _walk(root)
+        entries = []
+        for rel in files:
+            path = root / rel
+            data = path.read_bytes()
+            if clean.get(rel) != _fingerprint(data):
+                data = self._redact_file(path, data)
+            entries.append(ManifestEntry(path=rel, size=len(data), sha256=hashlib.sha256(data).hexdigest()))
+        self._clean, self._clean_state = {}, None  # the manifest now says what the files are
+        manifest = Manifest(run_id=run_id, files=entries, skipped_symlinks=links)
+        write_manifest(root, manifest)
         return manifest

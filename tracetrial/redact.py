@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,19 +24,21 @@ CREDENTIAL_ENV_VARS = (
     "GITHUB_TOKEN", "GH_TOKEN", "HF_TOKEN",
 )
 
-#: Common key shapes (provider keys, bearer tokens, AWS ids, private key blocks).
-KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
+#: Common key shapes (provider keys, bearer tokens, AWS ids, private key blocks), each with
+#: literals one of which every match contains (see :data:`_GUARDS`).
+_GUARDED_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # Not preceded by a word character: "desk-", "task-", "risk-" followed by a long slug are
     # words, not keys (a redacted "task-export-…" would corrupt the very records it protects).
-    re.compile(r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
-    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
-    re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{16,}"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    (re.compile(r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"), ("sk-",)),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), ("AKIA",)),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"), ("xox",)),
+    (re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{16,}"), ("bearer",)),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"), ("-----BEGIN ",)),
     # Live/test keys in the common "<prefix>_live_<random>" shape (payment and deploy APIs).
-    re.compile(r"\b[a-z]{2,8}_(?:live|test)_[A-Za-z0-9]{16,}\b"),
+    (re.compile(r"\b[a-z]{2,8}_(?:live|test)_[A-Za-z0-9]{16,}\b"), ("_live_", "_test_")),
 )
+KEY_PATTERNS: tuple[re.Pattern[str], ...] = tuple(pattern for pattern, _ in _GUARDED_PATTERNS)
 
 #: The value of a credential-named assignment (``DEPLOY_TOKEN=...``, ``API_KEY: ...``);
 #: the name is kept so the record still says *which* credential was there.
@@ -50,6 +52,35 @@ ASSIGNMENT_PATTERN = re.compile(
     # backslash (``\\``) stays part of the value.
     r"((?:[^\s'\",\\]|\\\\|\\(?![nrtbfu\"/\\])){8,})"
 )
+
+
+def _guard(pattern: re.Pattern[str], needles: tuple[str, ...]) -> Callable[[str], bool]:
+    """``text -> False`` only when ``pattern`` cannot match ``text``: none of ``needles`` (literals
+    one of which every match contains) is in it. Case-insensitive literals are looked for by re
+    itself, with the pattern's own case rules."""
+    if pattern.flags & re.IGNORECASE:
+        finder = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE)
+        return lambda text: finder.search(text) is not None
+    return lambda text: any(n in text for n in needles)
+
+
+#: Why a pattern may be skipped (a speed-up, never a change of output): re scans a pattern that
+#: opens with ``\b`` or a look-behind position by position (tens of ms over a cell's few hundred
+#: KB), while ``in`` finds a literal at memory speed. A text holding none of a pattern's literals
+#: is left unchanged by that pattern's substitution, so skipping it gives the same text. A pattern
+#: without a guard here is always applied.
+_GUARDS: dict[re.Pattern[str], Callable[[str], bool]] = {
+    **{pattern: _guard(pattern, needles) for pattern, needles in _GUARDED_PATTERNS},
+    # the name group is mandatory: TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY
+    ASSIGNMENT_PATTERN: _guard(ASSIGNMENT_PATTERN, ("TOKEN", "SECRET", "PASSW", "API_KEY", "APIKEY", "ACCESS_KEY")),
+}
+
+
+def _may_match(pattern: re.Pattern[str], text: str) -> bool:
+    """False only when ``pattern`` cannot match ``text`` (see :data:`_GUARDS`)."""
+    guard = _GUARDS.get(pattern)
+    return guard is None or guard(text)
+
 
 #: Mapping keys whose values are always dropped (auth material).
 SENSITIVE_KEYS = frozenset({"authorization", "x-api-key", "api-key", "api_key", "apikey", "cookie"})
@@ -74,6 +105,11 @@ class Redactor:
     #: Out of the repr: a traceback that shows a redactor must not show what it redacts.
     values: set[str] = field(default_factory=set, repr=False)
     patterns: bool = True
+    #: ``(values in iteration order, their encoded forms in replacement order)``: computed once
+    #: per state of ``values`` instead of per string (the writer redacts thousands of strings a
+    #: cell, each formerly sorting the values and JSON-encoding each of them twice).
+    _forms_cache: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
+                                                                          compare=False)
 
     @classmethod
     def from_environment(cls, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> Redactor:
@@ -86,17 +122,28 @@ class Redactor:
     def add(self, *values: str) -> None:
         self.values.update(v for v in values if v and len(v) >= 4)
 
+    def _forms(self) -> tuple[str, ...]:
+        """Every encoded form of every value, in the order :meth:`text` replaces them: secrets
+        longest first (a secret containing another is removed whole), each secret's forms
+        longest first. Recomputed whenever ``values`` changes (it is a public, mutable set)."""
+        key = tuple(self.values)
+        if self._forms_cache is None or self._forms_cache[0] != key:
+            forms = tuple(form for secret in sorted(key, key=len, reverse=True) for form in encoded_forms(secret))
+            self._forms_cache = (key, forms)
+        return self._forms_cache[1]
+
     def text(self, value: str) -> str:
         """Redact one string."""
-        # Longest first so a secret containing another is removed whole.
-        for secret in sorted(self.values, key=len, reverse=True):
-            for form in encoded_forms(secret):
-                if form in value:
-                    value = value.replace(form, REDACTED)
+        for form in self._forms():
+            if form in value:
+                value = value.replace(form, REDACTED)
         if not self.patterns:
             return value
         for pattern in KEY_PATTERNS:
-            value = pattern.sub(REDACTED, value)
+            if _may_match(pattern, value):
+                value = pattern.sub(REDACTED, value)
+        if not _may_match(ASSIGNMENT_PATTERN, value):
+            return value
         return ASSIGNMENT_PATTERN.sub(lambda m: m.group(1) + REDACTED, value)
 
     def value(self, obj: Any) -> Any:

@@ -33,7 +33,7 @@ from harnesses.base import (
     TurnContext,
     TurnOutcome,
 )
-from tracetrial.archive import RunArchive, RunPaths, check_seal, repetition_root
+from tracetrial.archive import Manifest, RunArchive, RunPaths, SealCheck, check_seal, repetition_root
 from tracetrial.errors import ApparatusError
 from tracetrial.redact import Redactor
 from tracetrial.results import (
@@ -224,6 +224,9 @@ class CellRunner:
         self.repetition = repetition
         self.repetitions = repetitions
         self.paths = RunPaths.for_cell(repetition_root(output, repetition), task.id, model, adapter.full_name)
+        #: The manifest of a run that ended normally, as :meth:`_execute` sealed it: scoring follows
+        #: with nothing written in between (an apparatus failure is scored against a full check).
+        self._sealed: Manifest | None = None
 
     def _version(self) -> str | None:
         """The harness's version now (``None`` when it cannot be read: resuming then trusts the
@@ -293,7 +296,10 @@ class CellRunner:
         from tracetrial.task import load_task
 
         snapshot = load_task(self.paths.private / "task" / self.task.id)
-        return score_run(snapshot, self.paths.root, judge=self.judge)
+        # Admission need not hash the archive again: this runner sealed it just now, and every
+        # process of the run (harness turns, simulators, endpoints) has ended; only reads since.
+        sealed = SealCheck("sealed", (), self._sealed) if self._sealed is not None else None
+        return score_run(snapshot, self.paths.root, judge=self.judge, sealed=sealed)
 
     # ------------------------------------------------------------- execute
     def _execute(self, run_id: str, identity: CellIdentity, archive: RunArchive, redactor: Redactor,
@@ -312,7 +318,7 @@ class CellRunner:
             record.status = "skipped"
             record.timing = timing
             archive.write_json("result.json", record)
-            archive.seal(run_id)
+            self._sealed = archive.seal(run_id)
             return record
 
         # The sandbox (backend name resolved by run_cell): the harness is confined; simulators
@@ -454,7 +460,7 @@ class CellRunner:
                     archive.copy_in(src.parent / "bodies", "gateway/bodies")
                 archive.copy_in(workspace, "workspace")
                 archive.write_text("evidence/workspace.diff", workspace_diff(paths.private / "baseline", workspace))
-                shutil.rmtree(scratch, ignore_errors=True)
+                tempstate.remove_later(scratch)  # archived above; deleting it need not hold up the cell
 
         records = read_records(paths.gateway / "requests.jsonl")
         if probe_report is not None and probe_report.apparatus_errors:
@@ -484,7 +490,7 @@ class CellRunner:
             write_reconciliation(archive)
         record.timing = timing
         archive.write_json("result.json", record)  # with the evidence phase; sealing and scoring come after
-        archive.seal(run_id)
+        self._sealed = archive.seal(run_id)
         return record
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from tracetrial_fixtures.progress import (
     write_session_reports,
 )
 from tracetrial_fixtures.run import run_cell
+from tracetrial_fixtures.run import warm_up as warm_up_cells
 from tracetrial_fixtures.services import Services
 from tracetrial_fixtures.session import SESSION_KEY, Session, is_worker, session_of
 from tracetrial_fixtures.settings import resolve_settings
@@ -114,6 +115,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker_name(model)}: cells run with the {model} model")
     if not is_worker(config):
         config.pluginmanager.register(CellProgress(config, session), "tracetrial-progress")
+    if not (config.option.collectonly or session.settings.estimate) and \
+            (is_worker(config) or not getattr(config.option, "numprocesses", None)):
+        # This process may run cells (an xdist controller runs none): their one-off work starts
+        # now, in the background, overlapping collection and the proxy's start.
+        threading.Thread(target=warm_up_cells, args=(list(harness_names(session.settings)),),
+                         name="tt-cell-warm-up", daemon=True).start()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -131,7 +138,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     * ``--tt-estimate``: price them at their budgets, then deselect them all;
     * else, when one will run (not resumed from its archive), the proxy and the verifier's
       forkserver start now, in the background: the rest of the session's start and the first
-      cell's preparation overlap them, and a session running no cell pays nothing.
+      cell's preparation overlap them, and a session running no cell pays nothing. (The
+      cells' other one-off work, :func:`~tracetrial_fixtures.run.warm_up`, started at
+      configuration: a resumed cell reads its harness's version too.)
     """
     tt = session_of(config)
     settings = tt.settings
@@ -225,12 +234,12 @@ def services_of(config: pytest.Config) -> Services:
 
 
 @pytest.fixture(scope="session")
-def tt_services(request: pytest.FixtureRequest) -> Iterator[Services]:
+def tt_services(request: pytest.FixtureRequest) -> Services:
     """The probe model server and LiteLLM gateway of this process (started on first use, or
-    in the background as soon as the cells are being collected)."""
-    services = services_of(request.config)
-    yield services
-    services.close()
+    in the background as soon as the cells are being collected). Stopped by the cleanup
+    :func:`services_of` registers, when the session ends: a session fixture's teardown runs
+    inside the last cell's teardown, which would bill the proxy's stop to that cell."""
+    return services_of(request.config)
 
 
 @pytest.fixture

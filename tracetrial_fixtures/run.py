@@ -8,7 +8,9 @@ an error of the cell, never a harness failure.
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from criteria.judge import Judge
     from harnesses.base import HarnessAdapter
 
-__all__ = ["run_cell"]
+__all__ = ["run_cell", "warm_up"]
 
 
 
@@ -88,6 +90,41 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
     if result.skipped:
         pytest.skip(f"cell not eligible: {result.skipped}")
     return result
+
+
+def warm_up(harnesses: Iterable[str]) -> None:
+    """Do in the background, from the session's start, what the session's first cell of each
+    harness would otherwise do on its own clock: import the adapter (and the normalizer it
+    imports) and read the harness version (a CLI's ``--version`` process; each adapter class
+    keeps it for the session), then import what every cell's flow and scoring import on first
+    use, rule modules included. In the order a first cell needs them. The plugin starts it at
+    configuration in each process that may run cells. Never raises: what fails here fails
+    again, and is reported, in the cell that needs it."""
+    names = list(dict.fromkeys(harnesses))
+    _warm_harnesses(names[:1])  # the session's first cell's harness comes first
+    try:
+        # What every cell's flow imports on first use: the simulators' launch, scoring (and its
+        # rule modules), the evidence phase, the checker, the progress line, eligibility.
+        for module in ("apparatus.simulators", "criteria", "criteria.rules_reconcile", "reports.allure",
+                       "reports.terminal", "tracetrial.eligibility"):
+            importlib.import_module(module)
+        from criteria.registry import load_builtin_rules
+
+        load_builtin_rules()
+    except Exception:  # noqa: BLE001, S110 - the cell imports them again and reports a failure
+        pass
+    _warm_harnesses(names[1:])
+
+
+def _warm_harnesses(names: list[str]) -> None:
+    """Import each harness's adapter and read its version (see :func:`warm_up`)."""
+    for name in names:
+        try:
+            adapter = _adapter(name)
+            if not isinstance(adapter, str) and adapter.unavailable_reason() is None:
+                adapter.version()
+        except Exception:  # noqa: BLE001, S112 - the cell reports it
+            continue
 
 
 def _record_spend(ledger: SpendLedger, cell: CellSpec, paths: RunPaths, output: Path, cap: float | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +92,48 @@ def test_manifest_hashes_and_coverage(good):
     result = score(run_dir)
     _not_admitted(result, "manifest", "workspace/out.txt: content changed since the manifest was written")
     assert "native/late.txt: not covered by the manifest" in decision(result, "manifest").reason
+
+
+def test_the_seal_the_cell_just_wrote_scores_like_a_fresh_check(good: Any) -> None:
+    """The cell flow hands scoring the manifest it has just written (nothing written since):
+    the same score and files as scoring that re-hashes the archive, and the write-time check
+    still refuses a cell tampered with after admission."""
+    from tracetrial.archive import SealCheck, check_seal
+
+    run_dir = good.build()
+    out = run_dir.parents[3]  # <out>/traces/<task>/<model>/<harness>: the twin keeps the layout
+    shutil.copytree(out, out.parent / "twin", symlinks=True)
+    twin = out.parent / "twin" / run_dir.relative_to(out)
+    manifest = check_seal(run_dir).manifest
+    assert manifest is not None
+    fresh = score_run(load_task(next((twin / "private" / "task").iterdir())), twin)
+    handed = score_run(load_task(next((run_dir / "private" / "task").iterdir())), run_dir,
+                       sealed=SealCheck("sealed", (), manifest))
+    assert handed.model_dump() == fresh.model_dump() and handed.admitted
+    assert (run_dir / "artifacts/llm_judge/combined_score.json").read_bytes() == \
+        (twin / "artifacts/llm_judge/combined_score.json").read_bytes()
+    assert check_seal(run_dir).ok
+
+
+def test_a_handed_seal_is_only_for_admission_the_write_still_checks(good: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seal handed to scoring replaces admission's re-hash only: when the archive changes after
+    admission (the verifier runs the pack's own code), scoring writes nothing, as before."""
+    from tracetrial.archive import SealCheck, check_seal
+
+    run_dir = good.build()
+    manifest = check_seal(run_dir).manifest
+    assert manifest is not None
+    real_admit = admission_mod.admit
+
+    def admit_then_tamper(*args: Any, **kw: Any) -> Any:
+        result = real_admit(*args, **kw)
+        (run_dir / "workspace" / "out.txt").write_text("changed after admission")
+        return result
+
+    monkeypatch.setattr("criteria.engine.admit", admit_then_tamper)
+    score_run(load_task(next((run_dir / "private" / "task").iterdir())), run_dir, sealed=SealCheck("sealed", (), manifest))
+    assert not (run_dir / "artifacts/llm_judge/combined_score.json").exists()
+    assert check_seal(run_dir).state == "tampered"
 
 
 def test_structured_trace_status(pack, make_run):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.criteria.conftest import check, context_for
 
 SCORE_PY = '''
@@ -128,6 +130,7 @@ def test_a_verifier_process_that_cannot_start_is_an_error_not_an_exception(make_
         raise BrokenPipeError("forkserver gone")
 
     ctx = _ctx(make_pack, make_run)
+    monkeypatch.setattr(mod, "_SPARE", None)  # no process started ahead either
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", boom)
     outcome = mod.run_verifier(ctx.task, ctx.run, timeout_s=5)
     assert outcome.ran is False and outcome.error is not None
@@ -143,3 +146,29 @@ def test_warm_up_starts_the_forkserver_and_never_raises(monkeypatch) -> None:
     assert forkserver._forkserver._forkserver_pid is not None  # type: ignore[attr-defined]
     monkeypatch.setattr(forkserver, "ensure_running", lambda: (_ for _ in ()).throw(OSError("no")))
     mod.warm_up()  # a failure is left to the first verifier run
+
+
+PID_SCORE_PY = """
+import os
+
+
+def score(ctx):
+    return {"A1": (True, f"pid {os.getpid()} pgid {os.getpgid(0)}")}
+"""
+
+
+def test_each_scoring_runs_in_a_fresh_process_of_its_own_group(make_pack: Any, make_run: Any) -> None:
+    """A verifier process is started ahead of its job (so scoring only hands it over), yet
+    every run still gets a fresh process that leads its own process group."""
+    from criteria import verifier as mod
+
+    pack = make_pack(score_py=PID_SCORE_PY)
+    ctx = context_for(make_run(pack))
+    mod.warm_up()
+    reasons = []
+    for _ in range(3):
+        out = mod.run_verifier(ctx.task, ctx.run, timeout_s=30)
+        assert out.error is None and out.results["A1"][0] is True
+        reasons.append(out.results["A1"][1])
+    pids = [r.split()[1] for r in reasons]
+    assert len(set(pids)) == 3 and all(r.split()[1] == r.split()[3] for r in reasons)

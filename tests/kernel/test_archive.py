@@ -113,3 +113,77 @@ def test_path_escapes_are_rejected(tmp_path: Path) -> None:
 )
 def test_redactor_recognises_credentials_by_shape(text: str, expected: str) -> None:
     assert Redactor().text(text) == expected
+
+
+def _two_pass_seal(archive: RunArchive, run_id: str) -> tuple[dict[str, bytes], object]:
+    """What sealing was before it read each file once: redact the whole tree, then hash it."""
+    from tracetrial.archive import build_manifest, write_manifest
+
+    archive.redact_tree()
+    manifest = build_manifest(archive.paths.root, run_id)
+    write_manifest(archive.paths.root, manifest)
+    files = {p.relative_to(archive.paths.root).as_posix(): p.read_bytes()
+             for p in archive.paths.root.rglob("*") if p.is_file() and not p.is_symlink()}
+    return files, manifest
+
+
+@pytest.mark.parametrize("redacted_before", [False, True])
+def test_seal_after_a_redaction_pass_seals_what_two_passes_would(tmp_path: Path, redacted_before: bool) -> None:
+    """The cell redacts its tree before the reconciliation, then seals: files the first pass found
+    clean are hashed without being redacted again, but a file written or changed in between, a new
+    one, and every file after the redactor learned a value are redacted as before."""
+    import shutil
+
+    def build(base: Path) -> RunArchive:
+        archive = make_archive(base)
+        archive.write_text("native/turn-1.stdout", "clean output\n")
+        archive.copy_in(_src(base, "a.jsonl", f'{{"t": "{SECRET}"}}\n'), "native/a.jsonl")
+        archive.copy_in(_src(base, "b.txt", "later-secret-42 is fine until learned\n"), "native/b.txt")
+        (archive.paths.root / "workspace").mkdir()
+        os.symlink("../native/b.txt", archive.paths.root / "workspace" / "link")
+        return archive
+
+    def after_first_pass(archive: RunArchive) -> None:
+        root = archive.paths.root
+        (root / "native" / "turn-1.stdout").write_text(f"changed {PLANTED}\n")  # rewritten since
+        (root / "evidence" / "new.txt").write_text(f"Bearer {'x' * 20}\n")  # new since
+        archive.write_json("summary.json", {"k": "v"})
+        archive.redactor.add("later-secret-42")  # the gateway key is added like this
+
+    one, two = build(tmp_path / "one"), build(tmp_path / "two")
+    if redacted_before:
+        one.redact_tree()
+        two.redact_tree()
+    after_first_pass(one)
+    after_first_pass(two)
+    manifest = one.seal("run-1")
+    files = {p.relative_to(one.paths.root).as_posix(): p.read_bytes()
+             for p in one.paths.root.rglob("*") if p.is_file() and not p.is_symlink()}
+    expected_files, expected = _two_pass_seal(two, "run-1")
+    assert manifest == expected and files == expected_files
+    assert b"later-secret-42" not in files["native/b.txt"] and PLANTED.encode() not in files["native/turn-1.stdout"]
+    assert verify_manifest(one.paths.root).ok
+    shutil.rmtree(tmp_path / "two")
+
+
+def _src(base: Path, name: str, text: str) -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / f"src-{name}"
+    path.write_text(text)
+    return path
+
+
+def test_seal_redacts_a_file_changed_since_the_first_pass_even_without_the_redactor_changing(tmp_path: Path) -> None:
+    """Content, not the path, decides: a file the first pass found clean and someone then wrote a
+    secret into (same name, any size or time) is redacted at seal."""
+    archive = make_archive(tmp_path)
+    archive.write_text("native/log.txt", "x" * len(PLANTED) + "\n")
+    archive.redact_tree()
+    log = archive.paths.root / "native" / "log.txt"
+    before = log.stat()
+    log.write_text(PLANTED + "\n")
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (log.stat().st_size, log.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    archive.seal("run-1")
+    assert PLANTED.encode() not in log.read_bytes()
+    assert verify_manifest(archive.paths.root).ok

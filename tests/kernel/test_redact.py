@@ -19,3 +19,49 @@ def test_an_escaped_backslash_stays_inside_the_masked_value() -> None:
     record = json.dumps({"content": "DB_PASSWORD=abc\\defghijk rest"})
     out = Redactor(set()).text(record)
     assert "defghijk" not in out and json.loads(out)["content"].endswith(" rest")
+
+
+def _unguarded(redactor: Redactor, value: str) -> str:
+    """What :meth:`Redactor.text` did before its patterns were guarded by their literals."""
+    import re
+
+    from tracetrial.redact import ASSIGNMENT_PATTERN, KEY_PATTERNS, REDACTED, encoded_forms
+
+    for secret in sorted(redactor.values, key=len, reverse=True):
+        for form in encoded_forms(secret):
+            value = value.replace(form, REDACTED)
+    if not redactor.patterns:
+        return value
+    for pattern in KEY_PATTERNS:
+        value = pattern.sub(REDACTED, value)
+    assert isinstance(ASSIGNMENT_PATTERN, re.Pattern)
+    return ASSIGNMENT_PATTERN.sub(lambda m: m.group(1) + REDACTED, value)
+
+
+def test_guarded_patterns_redact_exactly_what_the_patterns_do() -> None:
+    """Each pattern runs only when a literal of every match is in the text: the output is the
+    same as running every pattern, for matches of each pattern, near misses, case variants of
+    ``Bearer`` (re's own case rules decide), and texts that mention the literals harmlessly."""
+    import itertools
+
+    pieces = ["sk-ant-" + "a" * 20, "task-specific reason", "xsk-" + "b" * 20, "AKIA" + "Q" * 16, "AKIA" + "q" * 16,
+              "ghp_" + "c" * 36, "ghx_" + "c" * 36, "xoxb-" + "d" * 12, "BeArEr " + "e" * 20, "bearer\t" + "f" * 16,
+              "BEARER short", "\u017fk-" + "g" * 20, "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
+              "pk_live_" + "h" * 16, "rk_test_" + "i" * 16, "a_test_", "DEPLOY_TOKEN=" + "j" * 10, "API_KEY: " + "k" * 9,
+              "token=lowercase-not-a-credential", "MY_PASSWD=" + "l" * 8, "planted-value", '"', "\\n", " "]
+    for values in (set(), {"planted-value"}):
+        for patterns in (True, False):
+            redactor = Redactor(set(values), patterns)
+            for a, b in itertools.product(pieces, repeat=2):
+                for text in (a + b, a + " " + b, json.dumps({"k": a + b})):
+                    assert redactor.text(text) == _unguarded(redactor, text), text
+
+
+def test_values_added_after_use_are_redacted() -> None:
+    """The encoded forms are cached per state of the value set, which is public and mutable."""
+    redactor = Redactor({"first-secret"})
+    assert redactor.text("first-secret second-secret") == "[REDACTED] second-secret"
+    redactor.add("second-secret")
+    assert redactor.text("first-secret second-secret") == "[REDACTED] [REDACTED]"
+    redactor.values.add("third-secret")
+    assert redactor.text("third-secret") == "[REDACTED]"

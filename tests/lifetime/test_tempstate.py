@@ -70,3 +70,18 @@ def test_a_reused_pid_or_another_hosts_folder_is_not_mistaken(tmp_path: Path) ->
         folder.mkdir()
     assert tempstate.sweep(tmp_path) == [reused]
     assert foreign.is_dir() and mine.is_dir() and unrelated.is_dir()
+
+
+def test_a_scratch_removed_later_is_gone_soon_and_the_session_folder_stays() -> None:
+    """A finished cell's scratch is deleted in the background (the cell does not wait for it)."""
+    import time
+
+    scratch = tempstate.mkdtemp("tt-cell-")
+    (scratch / "home" / ".cache").mkdir(parents=True)
+    (scratch / "home" / ".cache" / "f.txt").write_text("x")
+    tempstate.remove_later(scratch)
+    deadline = time.monotonic() + 10
+    while scratch.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not scratch.exists()
+    assert tempstate.session_dir().is_dir()
