@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apparatus import tempstate
 from apparatus.gateway.records import read_records
 from apparatus.sandbox import Confinement, DockerSandbox, Sandbox, code_paths, confined, get_sandbox
 from harnesses.assemble import assemble, summarize, turn_record
