@@ -32,7 +32,7 @@ from apparatus.probe.conversation import (
     parse,
 )
 from apparatus.probe.loader import PolicyModule
-from apparatus.probe.mapping import Plan, PlannedCall, plan_action
+from apparatus.probe.mapping import YIELD_TOOLS, Plan, PlannedCall, plan_action
 from apparatus.probe.report import (
     AbsentCapability,
     ProbeOptions,
@@ -405,7 +405,7 @@ class Run:
                 pending = _resolve(rec, results, visible_calls)
                 if isinstance(pending, CallRecord):
                     return self._emit(rec, pending, i)
-                obs = pending
+                obs = _with_resumption(pending, rec, conv)
             i += 1
             if exhausted:
                 action = None
@@ -531,6 +531,22 @@ def _resolve(rec: StepRecord, results: dict[str, Item], visible_calls: set[str])
     last = rec.calls[-1]
     assert last.observation is not None
     return replace(last.observation, visible=norm_id(last.call_id) in results)
+
+
+def _with_resumption(obs: Observation, rec: StepRecord, conv: Conversation) -> Observation:
+    """A step that yielded its turn (``sessions_yield``) observes what the harness resumed it with
+    too: OpenClaw 2026.6.9 delivers a child's reply only in the completion event it puts into the
+    parent's conversation after the yield (its ``subagents list`` has no reply; 2026.9.6's has)."""
+    yields = [norm_id(cr.call_id) for cr in rec.calls if cr.planned.tool.name in YIELD_TOOLS]
+    if not yields or obs.text is None:
+        return obs
+    start = next((j for j, it in enumerate(conv.items)
+                  if it.kind == "tool_result" and norm_id(it.call_id) == yields[-1]), None)
+    if start is None:
+        return obs
+    resumed = [notification_content(it.text) for it in conv.items[start + 1:] if it.kind == "user"]
+    resumed = [t for t in resumed if t]
+    return replace(obs, text="\n".join([obs.text, *resumed])) if resumed else obs
 
 
 def _observed(cr: CallRecord, item: Item) -> Observation:

@@ -222,3 +222,28 @@ def test_2026_6_9_child_is_named_in_the_system_prompt_only() -> None:
     unnamed = parse("chat", body({"role": "user", "content": task}))
     assert (unnamed.openclaw_subagent_key() or "").startswith("unnamed:")
     assert principal_of(unnamed, {}).startswith("subagent:unnamed:")
+
+
+def test_2026_6_9_the_child_reply_comes_from_the_completion_event_after_the_yield(  # type: ignore[no-untyped-def]
+        probe, write_policy, run_id) -> None:
+    """2026.6.9's ``subagents list`` names the child's status but not its reply; the reply reaches the
+    parent in the completion event OpenClaw resumes it with (as recorded on the wire): the spawn step's
+    observation carries it, so the parent reads the child's token."""
+    probe.register_run(run_id, write_policy(POLICY))
+    url, tools = probe.run_url(run_id), fixture_tools(OC69)
+    parent = SimHarness("chat", url, tools)
+    parent.user("Stamp once and delegate the child stamp.")
+    for reply in (json.dumps({"status": "accepted", "childSessionKey": CHILD_69, "runId": "r1"}),
+                  json.dumps({"status": "yielded", "message": "Turn yielded."})):
+        out = parent.send()
+        parent.assistant(out)
+        parent.result(out.call_id or "", reply)
+    parent.user("[Inter-session message] sourceSession=" + CHILD_69 + " sourceTool=subagent_announce isUser=false\n"
+                "[Internal task completion event]\nsource: subagent\nresult:\nstamp token: ST-00c0ffee11")
+    listing = parent.send()
+    assert listing.name == "subagents" and listing.arguments == {"action": "list"}
+    parent.assistant(listing)
+    parent.result(listing.call_id or "", json.dumps({"status": "ok", "action": "list", "recent": [
+        {"sessionKey": CHILD_69, "label": "Stamp", "status": "done"}]}))  # no reply in 2026.6.9's list
+    assert parent.send().text == "child token ST-00c0ffee11"
+    probe.finish_run(run_id)
