@@ -231,8 +231,9 @@ def ships_ask_user(binary: Path) -> bool:
 
 class _SurfaceCapabilities:
     """``OpenClawAdapter.capabilities``: the full set on the class; on an adapter, what its
-    installed CLI offers (:meth:`OpenClawAdapter.surface`) — without the ``ask_user`` tool
-    (2026.6.9) an ask-user task is ``unsupported``, not a harness failure."""
+    installed CLI offers (:meth:`OpenClawAdapter.surface`). Without the ``ask_user`` tool
+    (2026.6.9) the archive says so; a task whose measured property *is* asking the user (T7) is
+    still measured — the absence is the result (:func:`tracetrial.eligibility.eligibility`)."""
 
     def __init__(self, full: HarnessCapabilities):
         self.full = full
