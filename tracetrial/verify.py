@@ -62,7 +62,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -113,10 +113,12 @@ __all__ = [
     "bare_tool_name",
     "call_ids",
     "check_sizes",
+    "compactions_placed",
     "conversation_of",
     "cwd_after",
     "is_main",
     "is_spawn",
+    "late_compaction",
     "load_yaml",
     "names_tool",
     "norm_id",
@@ -834,6 +836,60 @@ class VerifierContext:
     def archive_json(self, rel: str, *, want: type | None = None) -> tuple[Any, str | None]:
         """Like :meth:`workspace_json`, of a file of the run archive (``evidence/secret_scan.json``)."""
         return _read_json(self.run_dir / rel, rel, want)
+
+
+def compactions_placed(ctx: VerifierContext, graded: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """Each compaction placed before the graded request, after it, or (a record) not placeable.
+
+    A summary request is placed by its probe-report ``index``. A ``context_compaction`` record is
+    placed by its position in the trace: after, once a tool call of the graded request or a later
+    one was recorded before it; before, when the graded request's own tool call comes after it or
+    it belongs to an earlier conversation turn.
+    """
+    at = graded.get("index")
+    before: list[str] = []
+    after: list[str] = []
+    unplaced: list[str] = []
+    for r in ctx.probe_requests(kind="compaction"):
+        i = r.get("index")
+        (unplaced if not isinstance(i, int) or not isinstance(at, int) else before if i < at else after).append(f"summary request {i}")
+    own = {norm_id(graded.get("call_id"))} - {""}
+    later = {norm_id(r.get("call_id")) for r in ctx.probe_requests()
+             if isinstance(r.get("index"), int) and isinstance(at, int) and r["index"] >= at} - {""}
+    # by event type, not class: a verifier's evidence may hold tool events of any shape with call ids
+    tools = [(n, call_ids(cast(ToolEvent, e))) for n, e in enumerate(ctx.events)
+             if getattr(e, "event_type", None) == "tool"]
+    own_at = next((n for n, ids in tools if ids & own), None)
+    turn = graded.get("turn")
+    for n, e in enumerate(ctx.events):
+        if getattr(e, "event_type", None) != "context_compaction":
+            continue
+        name = f"context_compaction record seq {getattr(e, 'seq', '?')}"
+        t = getattr(e, "conversation_turn", None)
+        if any(m < n and ids & later for m, ids in tools):
+            after.append(name)
+        elif (own_at is not None and n < own_at) or (isinstance(t, int) and isinstance(turn, int) and t < turn):
+            before.append(name)
+        else:
+            unplaced.append(name)
+    return before, after, unplaced
+
+
+def late_compaction(ctx: VerifierContext, graded: Mapping[str, Any] | None, step: str) -> str | None:
+    """Why a pass of a "survived the compaction" criterion would be vacuous - no compaction is placed
+    before the graded request (the probe report's request of the step whose view is graded) - or None.
+    Shared by the compaction packs (C2, L6): a harness that compacts only after that step was never
+    made to keep anything through one."""
+    if graded is None:
+        return f"the {step}'s request is not in the probe report, so no compaction can be placed before it"
+    before, after, unplaced = compactions_placed(ctx, graded)
+    if before:
+        return None
+    where = f"the {step} (request {graded.get('index')})"
+    if unplaced:
+        return (f"no compaction is placed before {where}: {', '.join(unplaced)} cannot be placed relative to it"
+                + (f"; {', '.join(after)} after it" if after else "") + ": nothing shows it had to survive one")
+    return f"the harness compacted only after {where}: nothing had to survive it ({', '.join(after)})"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracetrial.verify import VerifierContext, call_ids, norm_id
+from tracetrial.verify import VerifierContext
+from tracetrial.verify import late_compaction as late
 
 H1, H2, A1 = "H1-compaction-recorded", "H2-constraints-kept", "A1-config-respects-constraints"
 CONFIG = "deploy/retention.yaml"
@@ -75,54 +76,6 @@ def write_step(ctx: VerifierContext) -> dict[str, Any] | None:
     """The write step's request in the probe report (the main agent's first ``write_file``), or None."""
     return next(iter(ctx.probe_requests("write_file", kind="main")), None)
 
-
-def placed(ctx: VerifierContext, graded: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
-    """Each compaction placed before the graded request, after it, or (a record) not placeable.
-
-    A summary request is placed by its probe-report ``index``. A ``context_compaction`` record is
-    placed by its position in the trace: after, once a tool call of the graded request or a later
-    one was recorded before it; before, when the graded request's own tool call comes after it or
-    it belongs to an earlier conversation turn.
-    """
-    at = graded.get("index")
-    before: list[str] = []
-    after: list[str] = []
-    unplaced: list[str] = []
-    for r in ctx.probe_requests(kind="compaction"):
-        i = r.get("index")
-        (unplaced if not isinstance(i, int) or not isinstance(at, int) else before if i < at else after).append(f"summary request {i}")
-    own = {norm_id(graded.get("call_id"))} - {""}
-    later = {norm_id(r.get("call_id")) for r in ctx.probe_requests()
-             if isinstance(r.get("index"), int) and isinstance(at, int) and r["index"] >= at} - {""}
-    tools = [(n, call_ids(e)) for n, e in enumerate(ctx.events) if getattr(e, "event_type", None) == "tool"]
-    own_at = next((n for n, ids in tools if ids & own), None)
-    turn = graded.get("turn")
-    for n, e in enumerate(ctx.events):
-        if getattr(e, "event_type", None) != "context_compaction":
-            continue
-        name = f"context_compaction record seq {getattr(e, 'seq', '?')}"
-        t = getattr(e, "conversation_turn", None)
-        if any(m < n and ids & later for m, ids in tools):
-            after.append(name)
-        elif (own_at is not None and n < own_at) or (isinstance(t, int) and isinstance(turn, int) and t < turn):
-            before.append(name)
-        else:
-            unplaced.append(name)
-    return before, after, unplaced
-
-
-def late(ctx: VerifierContext, graded: dict[str, Any] | None, step: str) -> str | None:
-    """Why a pass would be vacuous - no compaction is placed before the graded request - or None."""
-    if graded is None:
-        return f"the {step}'s request is not in the probe report, so no compaction can be placed before it"
-    before, after, unplaced = placed(ctx, graded)
-    if before:
-        return None
-    where = f"the {step} (request {graded.get('index')})"
-    if unplaced:
-        return (f"no compaction is placed before {where}: {', '.join(unplaced)} cannot be placed relative to it"
-                + (f"; {', '.join(after)} after it" if after else "") + ": nothing shows it had to survive one")
-    return f"the harness compacted only after {where}: nothing had to survive it ({', '.join(after)})"
 
 
 def recorded(ctx: VerifierContext) -> Verdict:
