@@ -25,6 +25,7 @@ Codex exec ids, chunk, wall time    ``session ID <n>``, ``Chunk ID: <hex>``,    
                                     ``Wall time: <s> seconds``                      ``<chunk>``, ``<wall>``
 Codex sub-agent nicknames (random)  ``"nickname":"..."`` in JSON texts              ``"<nickname>"``
 scratch folders (mkdtemp)           ``<tmp>/tt-<task[:12]>-<8 chars>`` (+ dashed)    ``<scratch>``
+                                    docker: ``<tmp>/tt-cell-<8 chars>`` (+ dashed)
 archive root (--tt-output)          ``.../traces/<task>/`` prefixes                 ``<output>/traces/``
 loopback ports (ephemeral)          ``127.0.0.1:<port>``, ``localhost:<port>``      ``<port>``
 simulator one-off values (seeded)   ``volatile`` (the ledger's ``issued`` values)    ``<issued:NAME>``
@@ -114,6 +115,10 @@ class _Masker:
             self.scratch.append(re.compile(r"(?:/[^/\s\"'<>]+)*/" + re.escape(prefix) + r"[a-z0-9_]{8}"))
             self.scratch.append(re.compile(r"(?:-[A-Za-z0-9]+)*-" + re.escape(dashed) + r"[a-z0-9-]{8}"))
             self.scratch.append(re.compile(r"(?:/[^/\s\"'<>]+)+/traces/(?=" + re.escape(task_id) + "/)"))
+        # The docker backend's cell folder (its container mounts it; the scratch is inside it):
+        # ``<tmp>/tt-cell-<8 chars>``, named before the cell's task is known (a warm container's).
+        self.scratch.append(re.compile(r"(?:/[^/\s\"'<>]+)*/tt-cell-[a-z0-9_]{8}"))
+        self.scratch.append(re.compile(r"(?:-[A-Za-z0-9]+)*-tt-cell-[a-z0-9-]{8}"))
         self.ordered = sorted(self.literals, key=len, reverse=True)  # a run id before the tag inside it
         self.patterns = [re.compile(p) for p in patterns]
 

@@ -298,7 +298,11 @@ def test_hang_ends_at_the_deadline_and_the_archive_is_kept(tmp_path: Path, hangi
         assert envelope["status"] == "timeout" and envelope["ok"] is False
         assert trace.trace_complete
     else:
-        assert trace.trace_complete is False
+        # killed by the runner: the trace is complete only when the harness's own records ended the
+        # turn before the kill (the pin, 2026.6.9's `agent --local`, prints its timeout result and then
+        # lingers past the deadline; 2026.9.x's agent exec printed nothing)
+        ended = any(e.event_type == "task_completion" for e in trace.events)
+        assert trace.trace_complete is ended
 
 
 def test_the_session_of_a_turn_killed_before_its_result_is_found_in_the_store(tmp_path: Path) -> None:
