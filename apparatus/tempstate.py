@@ -28,7 +28,6 @@ import atexit
 import contextlib
 import hashlib
 import os
-import queue
 import shutil
 import signal
 import socket
@@ -117,28 +116,16 @@ def mkdtemp(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=session_dir()))
 
 
-#: This process's background remover: ``(pid, its queue)`` (a forked child makes its own).
-_REMOVER: tuple[int, queue.SimpleQueue[Path]] | None = None
-
-
-def _remove_queued(pending: queue.SimpleQueue[Path]) -> None:
-    while True:
-        shutil.rmtree(pending.get(), ignore_errors=True)
-
-
 def remove_later(path: Path) -> None:
     """Remove ``path`` (a folder of :func:`mkdtemp` nothing uses any more, such as a finished
-    cell's scratch) in a background thread: deleting a harness's HOME and workspace takes tens
-    to hundreds of ms, which a cell need not wait for — nothing reads the folder again. What is
-    still queued when the process exits goes with the session folder (:func:`session_dir`)."""
-    global _REMOVER
-    pid = os.getpid()
-    with _LOCK:
-        if _REMOVER is None or _REMOVER[0] != pid:
-            pending: queue.SimpleQueue[Path] = queue.SimpleQueue()
-            threading.Thread(target=_remove_queued, args=(pending,), name="tt-scratch-remover", daemon=True).start()
-            _REMOVER = (pid, pending)
-        _REMOVER[1].put(Path(path))
+    cell's scratch) in the background (:func:`apparatus.background.later`: while a next cell
+    waits on its harness): deleting a harness's HOME and workspace takes tens to hundreds of
+    ms, which a cell need not wait for — nothing reads the folder again. What is still queued
+    when the process exits goes with the session folder (:func:`session_dir`)."""
+    from apparatus.background import later
+
+    target = Path(path)
+    later(lambda: shutil.rmtree(target, ignore_errors=True))
 
 
 def register_process(pid: int) -> None:

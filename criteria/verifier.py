@@ -41,6 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from apparatus import background
 from criteria.registry import Params, RuleContext, RuleOutcome, rule
 from criteria.rundata import RunData
 from tracetrial.task import TaskPack
@@ -235,7 +236,9 @@ def _take_spare() -> tuple[Any, Connection, Connection] | None:
     global _SPARE
     with _SPARE_LOCK:
         spare, _SPARE = _SPARE, None
-    threading.Thread(target=_start_spare, name="tt-verifier-spare", daemon=True).start()
+    # While a next cell waits on its harness (apparatus.background): scoring need not share
+    # the machine with a process start.
+    background.later(_start_spare)
     if spare is None or spare[0] != os.getpid() or not spare[1].is_alive():
         return None
     return spare[1], spare[2], spare[3]

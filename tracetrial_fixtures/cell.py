@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apparatus import tempstate
+from apparatus import background, tempstate
 from apparatus.gateway.records import read_records
 from apparatus.sandbox import Confinement, DockerSandbox, Sandbox, code_paths, confined, get_sandbox
 from harnesses.assemble import assemble, summarize, turn_record
@@ -330,7 +330,11 @@ class CellRunner:
         # The sandbox hands it out: the docker backend's is the folder its (maybe already
         # started) container mounts, with an empty workspace already in it.
         with _phase(timing, "workspace"):
-            scratch = box.scratch(f"tt-{task.id[:12]}-")
+            # The shape of the cell's confinement (below): a container already started for a
+            # cell like this one is taken over.
+            scratch = box.scratch(f"tt-{task.id[:12]}-", network=task.isolation.network,
+                                  limits=task.isolation.resources.model_dump(),
+                                  nested=adapter.capabilities.nested_sandbox)
             workspace = scratch / "workspace"
             shutil.copytree(task.workspace, workspace, symlinks=True, dirs_exist_ok=True)
             if task.spec.workspace_repository:
@@ -401,6 +405,10 @@ class CellRunner:
         budget = float(task.spec.budgets.wall_clock_s)
         interrupts = {i.turn: i.marker for i in task.spec.interrupts}
         endpoints = contextlib.ExitStack()
+        # From here the apparatus waits on the harness: what earlier cells left for later (a
+        # container's end, a scratch's removal, containers and verifier processes for cells to
+        # come) runs now rather than while a cell is scored (apparatus.background).
+        background.idle()
         try:
             if task.spec.endpoints:
                 from apparatus.endpoints import serving

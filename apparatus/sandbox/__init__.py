@@ -82,9 +82,12 @@ class Sandbox(ABC):
     def prepare(self) -> None:
         """Get ready before the cell's clock starts (the docker backend builds its image)."""
 
-    def scratch(self, prefix: str) -> Path:
+    def scratch(self, prefix: str, *, network: str | None = None,
+                limits: Mapping[str, float | int | None] | None = None, nested: bool = False) -> Path:
         """A new private folder (0700) for the cell's scratch (workspace, HOME), which the cell
-        removes when done. The docker backend hands out the folder its container mounts."""
+        removes when done. The docker backend hands out the folder its container mounts;
+        ``network``, ``limits`` and ``nested`` (as the cell will pass them to :meth:`wrap`)
+        let it pick a container already started for a cell like this one."""
         from apparatus import tempstate
 
         return tempstate.mkdtemp(prefix)

@@ -21,12 +21,16 @@ way and does not wait for the removal.
 Each container mounts one cell folder (0700) read-write at its host path: the keeper's
 socket, the host bridge's and the tunnel's sockets and, for a cell, its scratch
 (:meth:`DockerSandbox.scratch`: workspace and HOME). So a container does not depend on
-anything of a cell but that folder's path, and when a cell ends the next one's is started in
-the background with a fresh folder (:func:`_warm_next`: same image, code mounts, covers,
-network, limits and nesting as the cell that ended); the next cell takes it over, and its
-first process does not wait for a container's create and start. A cell whose first process
-needs another container (other limits, network, nesting) ends the waiting one and starts
-its own. A waiting container dies with the process that started it, like any other.
+anything of a cell but that folder's path, and containers for cells to come are started
+ahead of need with fresh folders (:func:`_warm_next`: same image, code mounts, covers, network,
+limits and nesting as a cell that ran), one per *shape* (network, limits, nesting: Codex's
+cells nest namespaces, Claude Code's do not, and a session interleaves them), at most
+:data:`WARM_SHAPES`. A cell takes over the one of its shape (:meth:`DockerSandbox.scratch`),
+so its first process does not wait for a container's create and start; a cell whose first
+process needs another container after all starts its own. Starting them, and ending a
+finished cell's container, is work nothing waits for: it is done while a next cell waits on
+its harness (:mod:`apparatus.background`), not while a cell is scored. A waiting container
+dies with the process that started it, like any other.
 
 Inside a container:
 
@@ -57,6 +61,7 @@ Inside a container:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -71,6 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apparatus import background
 from apparatus.sandbox import Sandbox, spawner
 from apparatus.sandbox.code import code_paths
 from apparatus.sandbox.docker_run import CELL_LABEL, OWNER_LABEL, Bind, DockerRunSpec, create_args
@@ -201,25 +207,30 @@ class DockerSandbox(Sandbox):
         if self.images is None:
             self.images = ensure_images()
 
-    def scratch(self, prefix: str) -> Path:
+    def scratch(self, prefix: str, *, network: str | None = None,
+                limits: Mapping[str, float | int | None] | None = None, nested: bool = False) -> Path:
         """The cell's folder itself: its scratch is mounted with the container made for it,
-        possibly before the cell began (a warm container, :func:`_warm_next`). The cell
-        removes it when it is done with it (the sandbox's cleanup leaves it)."""
+        possibly before the cell began (a warm container of the cell's shape — ``network``,
+        ``limits``, ``nested`` — :func:`_warm_next`). The cell removes it when it is done with
+        it (the sandbox's cleanup leaves it)."""
+        shape = None if network is None else _shape(network, limits, nested)
         with self._lock:
-            home = self._ensure_home()
+            home = self._ensure_home(shape)
             self._home_given = True
         return home
 
-    def _ensure_home(self) -> Path:
-        """The cell's folder: a warm container's (taken over with its container and cell id)
-        or a new one. Called under ``self._lock``."""
+    def _ensure_home(self, shape: str | None) -> Path:
+        """The cell's folder: a warm container's of ``shape`` (taken over with its container
+        and cell id; ``None``: of any shape) or a new one. Called under ``self._lock``."""
         if self._home is None:
-            warm = _claim_warm()
+            warm = _claim_warm(shape)
             if warm is not None:
                 self.cell, self._home = warm.cell, warm.home
                 self._container, self._container_spec, self._keepalive = warm.cid, warm.key, warm.attach
                 self._spec = warm.spec
                 next(self._counter)
+                # One for the next cell of this shape, started while this one runs its harness.
+                background.later(functools.partial(_warm_next, warm.spec, warm.home))
             else:
                 from apparatus import tempstate
 
@@ -235,7 +246,7 @@ class DockerSandbox(Sandbox):
         argv = [self._image_path(a) for a in argv]
         env = {k: self._image_path(v) for k, v in env.items()}
         with self._lock:
-            home = self._ensure_home()
+            home = self._ensure_home(_shape(network, limits, nested))
         # The cell's folder holds the sockets (keeper, bridge, tunnel) and usually the scratch:
         # one mount, the same for every cell but for its path.
         outside = [p for p in writable if not Path(p).resolve().is_relative_to(home)]
@@ -325,7 +336,7 @@ class DockerSandbox(Sandbox):
         from apparatus.sandbox.bridge import HostBridge
 
         with self._lock:
-            home = self._ensure_home()
+            home = self._ensure_home(None)
         if self._bridge is None:
             self._bridge = HostBridge(home / "bridge")
         return list(self._bridge.expose(argv, env=env, cwd=cwd, stderr=stderr, name=name))
@@ -340,13 +351,18 @@ class DockerSandbox(Sandbox):
 
     def cleanup(self) -> None:
         """End the cell's container without waiting for its removal (see :meth:`_drop_container`),
-        and start the next cell's (:func:`_warm_next`) when this one's fits a cell's layout."""
+        and start one for a next cell (:func:`_warm_next`) when this one's fits a cell's layout —
+        both in the background, while a next cell waits on its harness (:mod:`apparatus.background`)."""
         with self._lock:
             template = self._spec if self._home is not None and _reusable(self._spec, self._home) else None
             home = self._home
+            attach, self._keepalive = self._keepalive, None
             self._drop_container(wait=False)
-        if template is not None and home is not None:
-            _warm_next(template, home)
+        # Ending the container (the engine's teardown) and starting one for a next cell cost
+        # the machine ~0.2 s of CPU that nothing waits for: done while the next cell runs its
+        # harness, not while this one is scored. Its processes are gone already (the keeper's
+        # sweep), so it only idles until then.
+        background.later(functools.partial(_retire, attach, template, home))
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -388,6 +404,14 @@ def _start(api: Any, spec: DockerRunSpec) -> tuple[str, Any]:
 #: Start the next cell's container when a cell ends (:func:`_warm_next`). Off: each cell
 #: starts its own at its first process.
 WARM_NEXT = True
+#: How many started containers may wait at once, one per shape (the most recently used
+#: shapes): a session interleaves harnesses whose cells need different containers (Codex's
+#: nests namespaces, Claude Code's does not), and a cell takes only a container of its own
+#: shape, so one per shape keeps every cell's first process off the engine.
+WARM_SHAPES = 2
+#: How long a cell waits for a container of its shape that is being started before it
+#: starts its own (a start under way is further along than a new one).
+WARM_WAIT_S = 5.0
 
 
 @dataclass
@@ -400,11 +424,27 @@ class _Warm:
     key: str
     spec: DockerRunSpec
     attach: Any
+    shape: str
 
 
+#: The waiting containers, least recently started first; one per shape.
 _WARM: list[_Warm] = []
-_WARMING: list[threading.Thread] = []
+#: The container being started per shape.
+_WARMING: dict[str, threading.Thread] = {}
 _WARM_LOCK = threading.Lock()
+
+
+def _shape(network: str, limits: Mapping[str, float | int | None] | None, nested: bool) -> str:
+    """What a cell's container is made for besides its folder and the code it mounts: its
+    network, its resource limits and whether it nests namespaces (as :meth:`DockerSandbox.wrap`
+    turns them into a :class:`DockerRunSpec`)."""
+    lim = dict(limits or {})
+    return json.dumps(["none" if network == "none" else "host", _int(lim.get("memory_mb")),
+                       _float(lim.get("cpus")), _int(lim.get("pids")), bool(nested)])
+
+
+def _spec_shape(spec: DockerRunSpec) -> str:
+    return json.dumps([spec.network, spec.memory_mb, spec.cpus, spec.pids, spec.nested_namespaces])
 
 
 def _reusable(spec: DockerRunSpec | None, home: Path) -> bool:
@@ -415,17 +455,20 @@ def _reusable(spec: DockerRunSpec | None, home: Path) -> bool:
 
 def _warm_next(template: DockerRunSpec, home: Path) -> None:
     """Start, in the background, a container like ``template`` (same image, code mounts,
-    covers, network, limits, nesting) for a new cell folder: the next cell of this process
-    takes it over (:meth:`DockerSandbox._ensure_home`) if its first process needs the same —
-    else it is ended. At most one waits. It dies with this process like any cell's
-    container (the keeper's attach)."""
+    covers, network, limits, nesting) for a new cell folder, unless one of its shape waits or
+    is being started: a next cell of this process of that shape takes it over
+    (:meth:`DockerSandbox._ensure_home`). At most :data:`WARM_SHAPES` wait, one per shape. A
+    waiting container dies with this process like any cell's container (the keeper's
+    attach)."""
     if not WARM_NEXT:
         return
+    shape = _spec_shape(template)
     with _WARM_LOCK:
-        if any(t.is_alive() for t in _WARMING) or any(w.key == _key(template) for w in _WARM):
+        busy = _WARMING.get(shape)
+        if (busy is not None and busy.is_alive()) or any(w.shape == shape for w in _WARM):
             return
         thread = threading.Thread(target=_make_warm, args=(template, home), name="tt-docker-warm", daemon=True)
-        _WARMING[:] = [thread]
+        _WARMING[shape] = thread
         thread.start()
 
 
@@ -453,16 +496,41 @@ def _make_warm(template: DockerRunSpec, old_home: Path) -> None:
             client.close()  # the attach keeps its own connection
     except Exception:  # noqa: BLE001 - only a head start: the next cell starts its own
         return
+    warm = _Warm(cell, home, cid, _key(spec), spec, attach, _spec_shape(spec))
     with _WARM_LOCK:
-        stale, _WARM[:] = list(_WARM), [_Warm(cell, home, cid, _key(spec), spec, attach)]
+        stale = [w for w in _WARM if w.shape == warm.shape]
+        rest = [w for w in _WARM if w.shape != warm.shape]
+        room = max(WARM_SHAPES - 1, 0)
+        if len(rest) > room:  # the least recently started shapes give way
+            stale += rest[:len(rest) - room]
+            rest = rest[len(rest) - room:]
+        _WARM[:] = [*rest, warm]
     for old in stale:
         _discard(old)
 
 
-def _claim_warm() -> _Warm | None:
-    """The waiting container, taken (``None``: there is none)."""
-    with _WARM_LOCK:
-        return _WARM.pop() if _WARM else None
+def _claim_warm(shape: str | None) -> _Warm | None:
+    """A waiting container of ``shape`` (``None``: the latest of any), taken; when one of that
+    shape is being started, waits for it (at most :data:`WARM_WAIT_S`). ``None``: there is none."""
+    for attempt in (0, 1):
+        with _WARM_LOCK:
+            for i in range(len(_WARM) - 1, -1, -1):
+                if shape is None or _WARM[i].shape == shape:
+                    return _WARM.pop(i)
+            busy = _WARMING.get(shape) if shape is not None else None
+        if attempt or busy is None or not busy.is_alive():
+            return None
+        busy.join(WARM_WAIT_S)
+    return None
+
+
+def _retire(attach: Any, template: DockerRunSpec | None, home: Path | None) -> None:
+    """End a finished cell's container (its owner's attach) and start a container for a next
+    cell like it (:func:`_warm_next`)."""
+    if attach is not None:
+        _hang_up(attach)
+    if template is not None and home is not None:
+        _warm_next(template, home)
 
 
 def _discard(warm: _Warm) -> None:

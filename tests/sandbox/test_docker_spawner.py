@@ -240,6 +240,18 @@ def _wait_warm(within_s: float = 30.0) -> Any:
     return docker_backend._WARM[0]
 
 
+def _no_warm() -> None:
+    """Let the background work of earlier cells finish, then end every waiting container."""
+    from apparatus import background
+    from apparatus.sandbox import docker_backend
+
+    assert background.flush(60)
+    for thread in list(docker_backend._WARMING.values()):
+        thread.join(60)
+    while docker_backend._WARM:
+        docker_backend._discard(docker_backend._WARM.pop())
+
+
 def _exists(cid: str) -> bool:
     import docker
 
@@ -288,6 +300,49 @@ def test_a_warm_container_that_does_not_fit_is_ended() -> None:
     finally:
         box.cleanup()
         shutil_rmtree(scratch2)
+
+
+@NO_DOCKER
+def test_a_cell_takes_only_a_container_of_its_shape() -> None:
+    """Containers for cells to come wait one per shape (a session interleaves Codex's cells,
+    whose container nests namespaces, with others): a cell that says its shape takes the one
+    of that shape and leaves the other waiting; a cell of a shape nobody started gets its own."""
+    from apparatus import background
+    from apparatus.sandbox import docker_backend
+
+    _no_warm()  # what earlier tests left waiting is not this test's
+    plain = docker_backend._shape("loopback", None, False)
+    nesting = docker_backend._shape("loopback", None, True)
+    for nested in (False, True):
+        box = get_sandbox("docker")
+        scratch = box.scratch("tt-test-", network="loopback", nested=nested)
+        (scratch / "workspace").mkdir(exist_ok=True)
+        argv = box.wrap(["true"], cwd=scratch / "workspace", env={"PATH": "/usr/bin:/bin"}, writable=[scratch],
+                        hidden=[], nested=nested)
+        assert subprocess.run(argv, timeout=60, check=False).returncode == 0
+        box.cleanup()
+        shutil_rmtree(scratch)
+    assert background.flush(60)
+    deadline = time.monotonic() + 30
+    while {w.shape for w in docker_backend._WARM} != {plain, nesting} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    waiting = {w.shape: w for w in docker_backend._WARM}
+    assert set(waiting) == {plain, nesting}
+    box = get_sandbox("docker")
+    scratch = box.scratch("tt-test-", network="loopback", nested=True)
+    try:
+        assert (box.cell, box._container) == (waiting[nesting].cell, waiting[nesting].cid)
+        assert [w.cid for w in docker_backend._WARM] == [waiting[plain].cid]
+    finally:
+        box.cleanup()
+        shutil_rmtree(scratch)
+    other = get_sandbox("docker")
+    scratch = other.scratch("tt-test-", network="loopback", limits={"pids": 64})
+    try:
+        assert other._container is None and [w.cid for w in docker_backend._WARM] == [waiting[plain].cid]
+    finally:
+        other.cleanup()
+        shutil_rmtree(scratch)
 
 
 WARM_OWNER = """
