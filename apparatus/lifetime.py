@@ -29,8 +29,9 @@ Two guarantees the rest of the apparatus builds on:
   fraction of a second. ``--cleanup DIR`` removes a folder (the gateway's config with
   its master key) once the tree is gone, when the owner died.
 
-The module imports only the standard library at the top: the supervisor runs as
-``python -I -S lifetime.py …`` (isolated, no site: ~20 ms), outside any sandbox.
+The supervisor itself is :mod:`apparatus.supervisor`, run by path as ``python -I -S
+supervisor.py …`` (isolated, no site, the few standard modules it needs: ~10 ms), outside
+any sandbox; this module is the owner's side.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -46,32 +46,22 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from apparatus import supervisor as _supervisor
+from apparatus.supervisor import _stat_fields, descendants
 
 __all__ = ["SUPERVISOR", "alive_with_start", "descendants", "group_alive", "kill_now", "process_start", "spawn",
-           "stop", "supervisor_argv", "wait_group_gone"]
+           "stop", "supervisor_argv", "wait_exit", "wait_group_gone"]
 
-SUPERVISOR = Path(__file__).resolve()
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-#: How often the supervisor looks at its parent and its tree (seconds).
-_TICK_S = 0.1
+#: The supervisor script (:mod:`apparatus.supervisor`, run by path with ``python -I -S``).
+SUPERVISOR = Path(_supervisor.__file__).resolve()
 #: A descendant that survives SIGKILL this long is stuck in the kernel (D state): give up on it.
-_KILL_SETTLE_S = 10.0
+_KILL_SETTLE_S = _supervisor._KILL_SETTLE_S
+_KILL_SIGNAL = _supervisor.KILL_SIGNAL
 
 
 # --------------------------------------------------------------------------- /proc helpers
-def _stat_fields(pid: int) -> list[bytes] | None:
-    """Fields of ``/proc/<pid>/stat`` after the command name (field 3, the state, is first)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may itself contain spaces or ')'.
-    return raw[raw.rfind(b")") + 2:].split()
-
-
 def process_start(pid: int) -> int | None:
     """The start time of ``pid`` (clock ticks since boot, ``/proc/<pid>/stat`` field 22): with
     the pid it names one process, even after the pid is reused. ``None``: no such process
@@ -97,35 +87,6 @@ def alive_with_start(pid: int, start: int | None) -> bool:
     if fields[0] == b"Z":
         return False
     return start is None or (len(fields) > 19 and int(fields[19]) == start)
-
-
-def _parents() -> dict[int, list[int]]:
-    """Parent pid -> its live (not zombie) children, from ``/proc``."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return children
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        fields = _stat_fields(int(entry))
-        if fields is None or len(fields) < 2 or fields[0] == b"Z":
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    return children
-
-
-def descendants(root: int) -> list[int]:
-    """Every live descendant of ``root`` (by parent links in ``/proc``), nearest first."""
-    children = _parents()
-    out: list[int] = []
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop(0)
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
 
 
 def group_alive(pgid: int) -> bool:
@@ -181,6 +142,31 @@ def wait_group_gone(pgid: int, timeout_s: float, *, reap: subprocess.Popen[bytes
 
 
 # --------------------------------------------------------------------------- owner side
+def wait_exit(proc: subprocess.Popen[Any], timeout_s: float) -> int:
+    """``proc.wait(timeout=timeout_s)``, told of the exit by the kernel: the standard wait with a
+    timeout looks every 50 ms once the process has run a while (~25 ms late on average, per
+    harness process); a pidfd (Linux 5.3+) becomes readable the moment the process exits.
+    Where there is none, the standard wait. Raises ``subprocess.TimeoutExpired`` likewise."""
+    if proc.returncode is not None:
+        return proc.returncode
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or already reaped
+        return proc.wait(timeout=timeout_s)
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        deadline = time.monotonic() + timeout_s
+        while not poller.poll(max(deadline - time.monotonic(), 0.0) * 1000):
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout_s)
+    finally:
+        os.close(fd)
+    return proc.wait()
+
+
 def supervisor_argv(argv: Sequence[str], *, grace_s: float = 2.0, report_fd: int | None = None,
                     cleanup: Path | None = None) -> list[str]:
     """The command line that runs ``argv`` under the supervisor owned by this process."""
@@ -263,155 +249,3 @@ def kill_now(proc: subprocess.Popen[bytes]) -> None:
     wait_group_gone(proc.pid, _KILL_SETTLE_S, reap=proc)
 
 
-# --------------------------------------------------------------------------- supervisor side
-def _prctl(option: int, value: int) -> bool:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(option, value, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False  # not Linux: the tree is then only what stays in the process group
-
-
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-#: Sent by :func:`kill_now`: SIGKILL the tree at once.
-_KILL_SIGNAL = signal.SIGUSR1
-
-
-class _Supervisor:
-    def __init__(self, parent: int, grace_s: float):
-        self.parent = parent
-        self.grace_s = grace_s
-        self.me = os.getpid()
-        self.child = 0
-        self.status: int | None = None   # the command's wait status, once reaped
-
-    def owner_gone(self) -> bool:
-        return os.getppid() != self.parent
-
-    def reap(self) -> None:
-        """Reap every exited child (the command, and orphans re-parented to us)."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.child:
-                self.status = status
-
-    def signal_tree(self, sig: int) -> list[int]:
-        tree = descendants(self.me) if Path("/proc/self").exists() else ([self.child] if self.status is None else [])
-        for pid in tree:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        return tree
-
-    def wait_tree(self, timeout_s: float) -> bool:
-        """Reap until no descendant is left (``True``) or ``timeout_s`` passed."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self.reap()
-            if not (descendants(self.me) if Path("/proc/self").exists() else self.status is None):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            signal.sigtimedwait([signal.SIGCHLD], 0.02)
-
-    def end_tree(self, graceful: bool) -> None:
-        if graceful and self.signal_tree(signal.SIGTERM) and self.wait_tree(self.grace_s):
-            return
-        for _ in range(100):  # bounded: a tree that forks while being killed is killed again
-            if not self.signal_tree(signal.SIGKILL):
-                break
-            if self.wait_tree(_KILL_SETTLE_S):
-                break
-        self.reap()
-
-
-def _exit_like(status: int | None) -> NoReturn:
-    """Exit with the command's wait ``status``: its code, or die of its signal (no core file)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if status is None:
-        os._exit(1)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        import resource
-
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if sig != signal.SIGKILL:  # SIGKILL has no handler to reset (and cannot be blocked)
-            with contextlib.suppress(OSError, ValueError):
-                signal.signal(sig, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)  # a signal whose default is to be ignored: report it as the shell would
-    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
-
-
-def _parse(args: list[str]) -> tuple[dict[str, str], list[str]]:
-    opts: dict[str, str] = {}
-    while args and args[0] != "--":
-        key = args.pop(0)
-        if key == "--pdeathsig":
-            opts["pdeathsig"] = "1"
-        else:
-            opts[key.lstrip("-")] = args.pop(0)
-    return opts, args[1:]
-
-
-def _report(fd: int | None, text: str) -> None:
-    if fd is None:
-        return
-    with contextlib.suppress(OSError):
-        os.write(fd, text.encode())
-        os.close(fd)
-
-
-def main(args: list[str]) -> NoReturn:
-    """The supervisor: ``lifetime.py --parent PID --grace S [--pdeathsig] [--report-fd N]
-    [--cleanup DIR] -- argv…``; see the module docstring."""
-    opts, argv = _parse(args)
-    sup = _Supervisor(int(opts["parent"]), float(opts.get("grace", "2")))
-    report_fd = int(opts["report-fd"]) if "report-fd" in opts else None
-    if report_fd is not None:
-        os.set_inheritable(report_fd, False)
-    # Block the signals we wait for (sigtimedwait below); the command gets a clean mask.
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, _KILL_SIGNAL, *_STOP_SIGNALS])
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    if opts.get("pdeathsig"):
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if sup.owner_gone():  # the owner died before the parent-death signal was armed
-        _report(report_fd, f"E{errno.ESRCH} the owner process {sup.parent} is gone\n")
-        os._exit(1)
-    try:
-        sup.child = os.posix_spawnp(argv[0], argv, dict(os.environ), setsigmask=(),
-                                    setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, _KILL_SIGNAL, *_STOP_SIGNALS))
-    except OSError as exc:
-        _report(report_fd, f"E{exc.errno or errno.EIO} {exc.strerror or exc}: {argv[0]}\n")
-        os._exit(127)
-    _report(report_fd, f"S{sup.child}\n")
-    stopped_by_owner = False
-    while True:
-        info = signal.sigtimedwait([signal.SIGCHLD, _KILL_SIGNAL, *_STOP_SIGNALS], _TICK_S)
-        sup.reap()
-        if sup.status is not None:
-            sup.end_tree(graceful=False)   # what the finished command left behind is part of its run
-            break
-        if info is not None and info.si_signo == _KILL_SIGNAL:
-            sup.end_tree(graceful=False)
-            break
-        if (info is not None and info.si_signo in _STOP_SIGNALS) or sup.owner_gone():
-            stopped_by_owner = sup.owner_gone()
-            sup.end_tree(graceful=True)
-            break
-    if stopped_by_owner and "cleanup" in opts:
-        shutil.rmtree(opts["cleanup"], ignore_errors=True)
-    _exit_like(sup.status)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -11,7 +11,7 @@ and left out of the apparatus share, which is everything outside harness executi
 
     python benchmarks/cell_overhead.py [--tasks C3-freeze-ticket-001,E1-build-status-001,...]
                                        [--harness claude_code,codex,reference]
-                                       [--backends local,bwrap,docker] [-n N]
+                                       [--backends local,bwrap,docker] [-n N] [--rounds R] [-q]
     python benchmarks/cell_overhead.py --from OUTPUT [--junit FILE]
 
 ``--from`` runs nothing: it prints the same breakdown for an archive already written (what
@@ -106,8 +106,9 @@ def compare_verdicts(by_backend: dict[str, list[dict[str, object]]]) -> list[str
             for key, seen in sorted(cells.items()) if len({repr(v) for v in seen.values()}) > 1]
 
 
-def summarize(backend: str, wall: float, rows: list[dict[str, object]]) -> dict[str, float]:
-    """Print one backend's table and return its totals."""
+def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet: bool = False) -> dict[str, float]:
+    """Print one backend's table (``quiet``: nothing) and return its totals."""
+    say = (lambda *_a, **_k: None) if quiet else print
     # The session's (each worker's) first cell waits for the proxy start inside gateway_route.
     first = min(rows, key=lambda r: str(r["first_started"]))
     proxy_wait = first["timing"]["gateway_route"]  # type: ignore[index]
@@ -121,22 +122,29 @@ def summarize(backend: str, wall: float, rows: list[dict[str, object]]) -> dict[
     execution = sums["execution"]
     apparatus = cell_total - execution
     session = f"session wall {wall:.1f} s, " if wall else ""
-    print(f"\n== {backend}: {len(rows)} cells, {session}sum of cell times {cell_total:.1f} s "
+    say(f"\n== {backend}: {len(rows)} cells, {session}sum of cell times {cell_total:.1f} s "
           f"(one-off proxy wait {proxy_wait:.1f} s left out)")
     if any(r["total"] is None for r in rows):
-        print("(cells without a junit time count their phases only: sealing, scoring and pytest are not in them)")
-    print(f"{'phase':<18} {'total s':>8} {'mean s':>8} {'share':>7}")
+        say("(cells without a junit time count their phases only: sealing, scoring and pytest are not in them)")
+    say(f"{'phase':<18} {'total s':>8} {'mean s':>8} {'share':>7}")
     for phase in (*PHASES, "seal+score+pytest"):
         value = rest if phase == "seal+score+pytest" else sums[phase]
         share = value / cell_total * 100 if cell_total else 0.0
-        print(f"{phase:<18} {value:8.2f} {value / len(rows):8.3f} {share:6.1f}%")
+        say(f"{phase:<18} {value:8.2f} {value / len(rows):8.3f} {share:6.1f}%")
     share = apparatus / cell_total * 100 if cell_total else 0.0
-    print(f"apparatus share outside harness execution: {share:.1f}%")
+    # The issue's measure is a real CLI's cell: the reference harness's cells left out (the
+    # first cell's proxy wait too, should it be one of them).
+    real = [(t - (proxy_wait if r is first else 0.0), r["timing"]["execution"])  # type: ignore[index]
+            for r, t in zip(rows, totals) if not str(r["harness"]).startswith("reference")]
+    real_total = sum(t for t, _ in real)
+    real_share = (real_total - sum(e for _, e in real)) / real_total * 100 if real_total else float("nan")
+    say(f"apparatus share outside harness execution: {share:.1f}% (real CLIs' cells: {real_share:.1f}%)")
     by_harness: dict[str, list[float]] = {}
     for r in rows:
         by_harness.setdefault(str(r["harness"]), []).append(r["timing"]["execution"])  # type: ignore[index]
-    print("mean execution per harness: " + ", ".join(f"{h} {statistics.mean(xs):.2f} s" for h, xs in sorted(by_harness.items())))
-    return {"wall": wall, "cells": cell_total, "execution": execution, "apparatus_share": share, "proxy": proxy_wait}
+    say("mean execution per harness: " + ", ".join(f"{h} {statistics.mean(xs):.2f} s" for h, xs in sorted(by_harness.items())))
+    return {"wall": wall, "cells": cell_total, "execution": execution, "apparatus_share": share,
+            "apparatus_share_real": real_share, "proxy": proxy_wait}
 
 
 def main() -> int:
@@ -145,6 +153,10 @@ def main() -> int:
     ap.add_argument("--harness", default="claude_code,codex,reference")
     ap.add_argument("--backends", default="local,bwrap,docker")
     ap.add_argument("-n", type=int, default=1, help="xdist workers per session (default: one at a time)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every backend this many times, interleaved, and summarize the medians "
+                         "(rounds on a shared machine differ by more than the backends do)")
+    ap.add_argument("-q", "--quiet", action="store_true", help="only the per-round and summary tables")
     ap.add_argument("--from", dest="source", type=Path, help="summarize this output folder instead of running cells")
     ap.add_argument("--junit", type=Path, help="with --from: the session's junit file (cell times)")
     args = ap.parse_args()
@@ -157,31 +169,57 @@ def main() -> int:
         return 0
     backends = available_backends(args.backends.split(","))
     tasks = args.tasks.split(",")
-    results: dict[str, dict[str, float]] = {}
-    cells: dict[str, list[dict[str, object]]] = {}
+    rounds: list[dict[str, dict[str, float]]] = []
+    changed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tt-bench-cells-") as tmp:
-        for backend in backends:
-            out = Path(tmp) / backend
-            wall = run_session(tasks, args.harness, backend, out, args.n)
-            rows = read_cells(out)
-            if not rows:
-                print(f"{backend}: no cell executed")
-                continue
-            results[backend] = summarize(backend, wall, rows)
-            cells[backend] = rows
-    if len(cells) > 1:
-        changed = compare_verdicts(cells)
+        for index in range(max(args.rounds, 1)):
+            results: dict[str, dict[str, float]] = {}
+            cells: dict[str, list[dict[str, object]]] = {}
+            for backend in backends:
+                out = Path(tmp) / f"{backend}-{index}"
+                wall = run_session(tasks, args.harness, backend, out, args.n)
+                rows = read_cells(out)
+                if not rows:
+                    print(f"{backend}: no cell executed")
+                    continue
+                results[backend] = summarize(backend if args.rounds == 1 else f"{backend}, round {index + 1}",
+                                             wall, rows, quiet=args.quiet)
+                cells[backend] = rows
+            if len(cells) > 1:
+                changed += compare_verdicts(cells)
+            rounds.append(results)
+    if len(backends) > 1:
         print(f"\nverdicts: {'the same on every backend' if not changed else 'CHANGED on ' + str(len(changed)) + ' cells'}")
         for line in changed:
             print(f"  {line}")
-    if "local" in results:
-        base = results["local"]
-        print(f"\n{'backend':<8} {'session s':>10} {'cells s':>8} {'exec s':>8} {'× local (cells)':>16} {'apparatus':>10}")
-        for backend, r in results.items():
-            ratio = r["cells"] / base["cells"] if base["cells"] else float("nan")
-            print(f"{backend:<8} {r['wall']:10.1f} {r['cells']:8.1f} {r['execution']:8.1f} {ratio:16.2f} "
-                  f"{r['apparatus_share']:9.1f}%")
+    if "local" in backends:
+        _ratios(rounds)
     return 0
+
+
+def _ratios(rounds: list[dict[str, dict[str, float]]]) -> None:
+    """Each round's cells time against local, and (several rounds) the medians."""
+    header = (f"{'backend':<8} {'round':>5} {'session s':>10} {'cells s':>8} {'exec s':>8} {'× local (cells)':>16} "
+              f"{'apparatus':>10} {'(real CLIs)':>12}")
+    print("\n" + header)
+    ratio: dict[str, list[float]] = {}
+    share: dict[str, list[float]] = {}
+    real: dict[str, list[float]] = {}
+    for index, results in enumerate(rounds, start=1):
+        base = results.get("local")
+        for backend, r in results.items():
+            x = r["cells"] / base["cells"] if base and base["cells"] else float("nan")
+            ratio.setdefault(backend, []).append(x)
+            share.setdefault(backend, []).append(r["apparatus_share"])
+            real.setdefault(backend, []).append(r["apparatus_share_real"])
+            print(f"{backend:<8} {index:>5} {r['wall']:10.1f} {r['cells']:8.1f} {r['execution']:8.1f} {x:16.2f} "
+                  f"{r['apparatus_share']:9.1f}% {r['apparatus_share_real']:11.1f}%")
+    if len(rounds) > 1:
+        print(f"\nmedian over {len(rounds)} rounds")
+        for backend, xs in ratio.items():
+            print(f"{backend:<8} × local (cells) {statistics.median(xs):.2f}  "
+                  f"apparatus share {statistics.median(share[backend]):.1f}% "
+                  f"(real CLIs' cells {statistics.median(real[backend]):.1f}%)")
 
 
 if __name__ == "__main__":

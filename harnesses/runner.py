@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from apparatus.lifetime import kill_now, spawn, stop, wait_group_gone
+from apparatus.lifetime import kill_now, spawn, stop, wait_exit, wait_group_gone
 from apparatus.tempstate import session_dir
 
 #: SIGTERM -> SIGKILL grace when a turn is ended at its deadline.
@@ -146,7 +146,7 @@ def run_process(
             return ProcessOutcome(None, False, time.monotonic() - started,
                                   f"could not start {argv[0]}: {exc}")
         try:
-            code = proc.wait(timeout=timeout_s) if interrupt is None else _wait_or_interrupt(
+            code = wait_exit(proc, timeout_s) if interrupt is None else _wait_or_interrupt(
                 proc, timeout_s, interrupt, started)
         except _Interrupted:
             assert interrupt is not None
@@ -188,7 +188,7 @@ def _wait_or_interrupt(proc: subprocess.Popen[bytes], timeout_s: float, interrup
         if left <= 0:
             raise subprocess.TimeoutExpired(proc.args, timeout_s)
         try:
-            return proc.wait(timeout=min(INTERRUPT_POLL_S, left))
+            return wait_exit(proc, min(INTERRUPT_POLL_S, left))
         except subprocess.TimeoutExpired:
             continue
 
