@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from tracetrial.redact import Redactor
 
 
@@ -65,3 +68,33 @@ def test_values_added_after_use_are_redacted() -> None:
     assert redactor.text("first-secret second-secret") == "[REDACTED] [REDACTED]"
     redactor.values.add("third-secret")
     assert redactor.text("third-secret") == "[REDACTED]"
+
+
+# Fragments that start, end or almost make a key pattern's literal or a planted secret: random
+# strings of them reach every branch of the quick look (found / not found) and of the patterns.
+_FRAGMENTS = ["sk-", "sk-ant-", "AKIA", "ghp_", "gho_", "xoxb-", "Bearer ", "bEaReR\t", "-----BEGIN ",
+              "PRIVATE KEY-----", "-----END RSA ", "_live_", "_test_", "pay", "TOKEN", "API_KEY", "PASSW",
+              "SECRET", "ACCESS_KEY", "=", ": ", "\\n", "\\\\", '"', "'", " ", "\n", "é", "abcdefghij",
+              "ABCDEFGHIJKLMNOP", "0123456789", "s3cr3t", "-value-", "x", "ke", "n=", "sk", "AKI", "Bear"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12), st.booleans())
+@example(["bEaReR\t", "abcdefghij", "ABCDEFGHIJKLMNOP"], True)
+@example(["x", "s3cr3t", "-value-", "123"], False)
+@example(["pay", "_live_", "ABCDEFGHIJKLMNOP"], True)
+def test_the_quick_look_changes_no_redaction(parts: list[str], patterns: bool) -> None:
+    """A short string the one-search look finds nothing in is returned as it is; everything
+    else takes the full path: the same output as the full path alone, string by string."""
+    import tracetrial.redact as redact
+
+    text = "".join(parts)
+    quick = Redactor({"s3cr3t-value-123", 'quo"te\\secret'}, patterns=patterns)
+    full = Redactor({"s3cr3t-value-123", 'quo"te\\secret'}, patterns=patterns)
+    saved = redact._QUICK_MAX
+    try:
+        redact._QUICK_MAX = -1
+        expected = full.text(text)
+    finally:
+        redact._QUICK_MAX = saved
+    assert quick.text(text) == expected
