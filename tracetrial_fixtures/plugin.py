@@ -119,7 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
             (is_worker(config) or not getattr(config.option, "numprocesses", None)):
         # This process may run cells (an xdist controller runs none): their one-off work starts
         # now, in the background, overlapping collection and the proxy's start.
-        threading.Thread(target=warm_up_cells, args=(list(harness_names(session.settings)),),
+        threading.Thread(target=warm_up_cells, args=(list(harness_names(session.settings)), session.settings.sandbox),
                          name="tt-cell-warm-up", daemon=True).start()
 
 

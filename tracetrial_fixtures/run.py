@@ -92,16 +92,26 @@ def run_cell(cell: CellSpec, session: Session, services: Services) -> CellResult
     return result
 
 
-def warm_up(harnesses: Iterable[str]) -> None:
+def warm_up(harnesses: Iterable[str], sandbox: str = "local") -> None:
     """Do in the background, from the session's start, what the session's first cell of each
     harness would otherwise do on its own clock: import the adapter (and the normalizer it
     imports) and read the harness version (a CLI's ``--version`` process; each adapter class
-    keeps it for the session), then import what every cell's flow and scoring import on first
-    use, rule modules included. In the order a first cell needs them. The plugin starts it at
-    configuration in each process that may run cells. Never raises: what fails here fails
-    again, and is reported, in the cell that needs it."""
+    keeps it for the session), ask whether docker can serve (``sandbox``: the ``--tt-sandbox``
+    choice; only for ``auto`` and ``docker``), then import what every cell's flow and scoring
+    import on first use, rule modules included. In the order a first cell needs them. The
+    plugin starts it at configuration in each process that may run cells. Never raises: what
+    fails here fails again, and is reported, in the cell that needs it."""
     names = list(dict.fromkeys(harnesses))
     _warm_harnesses(names[:1])  # the session's first cell's harness comes first
+    if sandbox in ("auto", "docker"):
+        # Whether docker can serve (choose_backend asks before the first cell runs): importing
+        # the engine's SDK and asking the engine cost that cell ~0.3 s. Cached per process.
+        try:
+            from apparatus.sandbox import docker_reason
+
+            docker_reason()
+        except Exception:  # noqa: BLE001, S110 - the first cell asks again and reports a failure
+            pass
     try:
         # What every cell's flow imports on first use: the simulators' launch, scoring (and its
         # rule modules), the evidence phase, the checker, the progress line, eligibility.

@@ -76,3 +76,24 @@ def test_close_waits_for_a_start_under_way(tmp_path: Path, monkeypatch: pytest.M
     services.warm_up()
     services.close()
     assert stopped == ["gw"] and services._gateway is None
+
+
+@pytest.mark.parametrize(("sandbox", "asked"), [("docker", True), ("auto", True), ("bwrap", False), ("local", False)])
+def test_the_cells_warm_up_asks_docker_only_when_the_session_may_use_it(
+        monkeypatch: pytest.MonkeyPatch, sandbox: str, asked: bool) -> None:
+    """Whether docker can serve (the engine's SDK import and a ping, ~0.3 s) is asked in the
+    background at session start when ``--tt-sandbox`` may pick docker, not by the first cell;
+    a failing probe is left to the cell (the warm-up never raises)."""
+    import apparatus.sandbox as sandbox_pkg
+    from tracetrial_fixtures import run
+
+    calls: list[str] = []
+
+    def probe() -> str | None:
+        calls.append("docker")
+        raise RuntimeError("no engine here")
+
+    monkeypatch.setattr(sandbox_pkg, "docker_reason", probe)
+    monkeypatch.setattr(run, "_warm_harnesses", lambda names: None)
+    run.warm_up([], sandbox)
+    assert calls == (["docker"] if asked else [])
