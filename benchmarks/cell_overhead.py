@@ -73,6 +73,9 @@ def junit_times(out: Path, junit: Path | None = None) -> dict[str, float]:
 def read_cells(out: Path, junit_file: Path | None = None) -> list[dict[str, object]]:
     """One row per executed cell: its phases (seconds), its junit time and its identity."""
     junit = junit_times(out, junit_file)
+    # Which process ran each cell: its gateway's records are under .gateway/<worker>/<run id>
+    # (an xdist worker, or "main"); each process's first cell waited for its own proxy start.
+    worker_of = {run.name: run.parent.name for run in (out / ".gateway").glob("*/*")}
     rows: list[dict[str, object]] = []
     for result_file in sorted((out / "traces").glob("*/*/*/result.json")):
         result = json.loads(result_file.read_text())
@@ -83,7 +86,8 @@ def read_cells(out: Path, junit_file: Path | None = None) -> list[dict[str, obje
         key = f"{ident['task_id']}-{ident['harness']}-{ident['model']}"
         first = min(v["started_at"] for v in result["timing"].values())
         rows.append({"key": key, "harness": ident["harness"], "timing": timing, "total": junit.get(key),
-                     "first_started": first, "failed": _failed(result_file.parent)})
+                     "first_started": first, "failed": _failed(result_file.parent),
+                     "worker": worker_of.get(str(ident["run_id"]), "")})
     return rows
 
 
@@ -110,9 +114,12 @@ def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet
     """Print one backend's table (``quiet``: nothing) and return its totals."""
     say = (lambda *_a, **_k: None) if quiet else print
     # The session's (each worker's) first cell waits for the proxy start inside gateway_route.
-    first = min(rows, key=lambda r: str(r["first_started"]))
-    proxy_wait = first["timing"]["gateway_route"]  # type: ignore[index]
-    sums = {p: sum(r["timing"].get(p, 0.0) for r in rows) for p in PHASES}  # type: ignore[attr-defined]
+    by_worker: dict[str, dict[str, object]] = {}
+    for r in sorted(rows, key=lambda r: str(r["first_started"])):
+        by_worker.setdefault(str(r.get("worker", "")), r)
+    waits = {id(r): float(r["timing"]["gateway_route"]) for r in by_worker.values()}  # type: ignore[index]
+    proxy_wait = sum(waits.values())
+    sums: dict[str, float] = {p: sum(r["timing"].get(p, 0.0) for r in rows) for p in PHASES}  # type: ignore[attr-defined]
     sums["gateway_route"] -= proxy_wait
     # Without a junit time (an archive read back), a cell's time is the sum of its phases.
     totals = [float(r["total"]) if r["total"] is not None else sum(r["timing"].values())  # type: ignore[arg-type, attr-defined]
@@ -123,7 +130,8 @@ def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet
     apparatus = cell_total - execution
     session = f"session wall {wall:.1f} s, " if wall else ""
     say(f"\n== {backend}: {len(rows)} cells, {session}sum of cell times {cell_total:.1f} s "
-          f"(one-off proxy wait {proxy_wait:.1f} s left out)")
+          f"(one-off proxy wait {proxy_wait:.1f} s left out"
+          f"{f', {len(waits)} processes' if len(waits) > 1 else ''})")
     if any(r["total"] is None for r in rows):
         say("(cells without a junit time count their phases only: sealing, scoring and pytest are not in them)")
     say(f"{'phase':<18} {'total s':>8} {'mean s':>8} {'share':>7}")
@@ -132,9 +140,9 @@ def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet
         share = value / cell_total * 100 if cell_total else 0.0
         say(f"{phase:<18} {value:8.2f} {value / len(rows):8.3f} {share:6.1f}%")
     share = apparatus / cell_total * 100 if cell_total else 0.0
-    # The issue's measure is a real CLI's cell: the reference harness's cells left out (the
-    # first cell's proxy wait too, should it be one of them).
-    real = [(t - (proxy_wait if r is first else 0.0), r["timing"]["execution"])  # type: ignore[index]
+    # The issue's measure is a real CLI's cell: the reference harness's cells left out (a
+    # process's first cell's proxy wait too, should it be one of them).
+    real = [(t - waits.get(id(r), 0.0), r["timing"]["execution"])  # type: ignore[index]
             for r, t in zip(rows, totals) if not str(r["harness"]).startswith("reference")]
     real_total = sum(t for t, _ in real)
     real_share = (real_total - sum(e for _, e in real)) / real_total * 100 if real_total else float("nan")
