@@ -69,20 +69,21 @@ def _guard(pattern: re.Pattern[str], needles: tuple[str, ...]) -> Callable[[str]
 #: KB), while ``in`` finds a literal at memory speed. A text holding none of a pattern's literals
 #: is left unchanged by that pattern's substitution, so skipping it gives the same text. A pattern
 #: without a guard here is always applied.
-_GUARDS: dict[re.Pattern[str], Callable[[str], bool]] = {
-    **{pattern: _guard(pattern, needles) for pattern, needles in _GUARDED_PATTERNS},
+_NEEDLES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    *_GUARDED_PATTERNS,
     # the name group is mandatory: TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY
-    ASSIGNMENT_PATTERN: _guard(ASSIGNMENT_PATTERN, ("TOKEN", "SECRET", "PASSW", "API_KEY", "APIKEY", "ACCESS_KEY")),
-}
+    (ASSIGNMENT_PATTERN, ("TOKEN", "SECRET", "PASSW", "API_KEY", "APIKEY", "ACCESS_KEY")),
+)
+_GUARDS: dict[re.Pattern[str], Callable[[str], bool]] = {pattern: _guard(pattern, needles)
+                                                         for pattern, needles in _NEEDLES}
 
 
-#: Every literal a key pattern's match contains, as alternatives of one expression (with the
-#: pattern's own case rule): a string none of them is in is left unchanged by every pattern.
+#: Every literal a key pattern's match contains (:data:`_NEEDLES`), as alternatives of one
+#: expression (with the pattern's own case rule): a string none of them is in is left unchanged
+#: by every pattern.
 _LITERALS: tuple[str, ...] = tuple(
     f"(?i:{re.escape(n)})" if pattern.flags & re.IGNORECASE else re.escape(n)
-    for pattern, needles in (*_GUARDED_PATTERNS,
-                             (ASSIGNMENT_PATTERN, ("TOKEN", "SECRET", "PASSW", "API_KEY", "APIKEY", "ACCESS_KEY")))
-    for n in needles)
+    for pattern, needles in _NEEDLES for n in needles)
 #: Strings up to this long are first looked at with one search for any literal (see
 #: :meth:`Redactor.text`): one call instead of a dozen for the short strings a JSON record is
 #: mostly made of; longer ones go straight to the per-pattern guards, whose ``in`` scans faster.
@@ -123,9 +124,10 @@ class Redactor:
     #: cell, each formerly sorting the values and JSON-encoding each of them twice).
     _forms_cache: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, init=False, repr=False,
                                                                           compare=False)
-    #: ``(the forms it was built from, one expression finding any form or key-pattern literal)``.
-    _quick_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = field(default=None, init=False, repr=False,
-                                                                         compare=False)
+    #: ``(the forms and the patterns flag it was built from, one expression finding any form
+    #: or key-pattern literal)``: ``patterns`` is public and set after construction, too.
+    _quick_cache: tuple[tuple[str, ...], bool, re.Pattern[str]] | None = field(default=None, init=False,
+                                                                               repr=False, compare=False)
 
     @classmethod
     def from_environment(cls, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> Redactor:
@@ -151,10 +153,11 @@ class Redactor:
     def _quick(self, forms: tuple[str, ...]) -> re.Pattern[str]:
         """One expression that finds every known secret form and every key-pattern literal:
         a string it finds nothing in is one :meth:`text` leaves unchanged."""
-        if self._quick_cache is None or self._quick_cache[0] is not forms:
+        cache = self._quick_cache
+        if cache is None or cache[0] is not forms or cache[1] != self.patterns:
             literals = (*(re.escape(f) for f in forms), *(_LITERALS if self.patterns else ()))
-            self._quick_cache = (forms, re.compile("|".join(literals) or "(?!)"))
-        return self._quick_cache[1]
+            cache = self._quick_cache = (forms, self.patterns, re.compile("|".join(literals) or "(?!)"))
+        return cache[2]
 
     def text(self, value: str) -> str:
         """Redact one string."""

@@ -98,3 +98,13 @@ def test_the_quick_look_changes_no_redaction(parts: list[str], patterns: bool) -
     finally:
         redact._QUICK_MAX = saved
     assert quick.text(text) == expected
+
+
+def test_the_quick_look_follows_patterns_switched_on_after_use() -> None:
+    """``patterns`` is public and set after construction (the gateway's recorder turns it off):
+    a look built without the key-pattern literals is not reused once they count again."""
+    redactor = Redactor(set(), patterns=False)
+    key = "sk-" + "a" * 24
+    assert redactor.text(key) == key
+    redactor.patterns = True
+    assert redactor.text(key) == "[REDACTED]"
