@@ -266,14 +266,12 @@ class DockerSandbox(Sandbox):
         if network == "none" and forward:
             (home / "net").mkdir(exist_ok=True)
         forwards = self._forwarders(forward, home / "net") if network == "none" else {}
-        lim = dict(limits or {})
         spec = DockerRunSpec(
             image=self.images.harnesses, name=f"tt-{self.cell}-{next(self._counter)}",
             labels={CELL_LABEL: self.cell, OWNER_LABEL: _owner()},
             argv=keeper_argv(home / KEEPER_SOCKET, forwards), env={}, cwd="/",
-            binds=binds, tmpfs=[str(p) for p in covered], network="none" if network == "none" else "host",
-            memory_mb=_int(lim.get("memory_mb")), cpus=_float(lim.get("cpus")), pids=_int(lim.get("pids")),
-            nested_namespaces=nested, stdin=True, init=False, auto_remove=True,
+            binds=binds, tmpfs=[str(p) for p in covered], **_shape_fields(network, limits, nested),
+            stdin=True, init=False, auto_remove=True,
         )
         self._cell_container(spec)
         # The job holds the environment (credentials included): a 0600 file in the 0700
@@ -434,17 +432,22 @@ _WARMING: dict[str, threading.Thread] = {}
 _WARM_LOCK = threading.Lock()
 
 
-def _shape(network: str, limits: Mapping[str, float | int | None] | None, nested: bool) -> str:
-    """What a cell's container is made for besides its folder and the code it mounts: its
-    network, its resource limits and whether it nests namespaces (as :meth:`DockerSandbox.wrap`
-    turns them into a :class:`DockerRunSpec`)."""
+def _shape_fields(network: str, limits: Mapping[str, float | int | None] | None, nested: bool) -> dict[str, Any]:
+    """The :class:`DockerRunSpec` fields a cell's container is made for besides its folder and
+    the code it mounts: its network, its resource limits and whether it nests namespaces."""
     lim = dict(limits or {})
-    return json.dumps(["none" if network == "none" else "host", _int(lim.get("memory_mb")),
-                       _float(lim.get("cpus")), _int(lim.get("pids")), bool(nested)])
+    return {"network": "none" if network == "none" else "host", "memory_mb": _int(lim.get("memory_mb")),
+            "cpus": _float(lim.get("cpus")), "pids": _int(lim.get("pids")), "nested_namespaces": bool(nested)}
+
+
+def _shape(network: str, limits: Mapping[str, float | int | None] | None, nested: bool) -> str:
+    """The shape a cell asks for (what :meth:`DockerSandbox.wrap` will build its spec from)."""
+    return json.dumps(_shape_fields(network, limits, nested))
 
 
 def _spec_shape(spec: DockerRunSpec) -> str:
-    return json.dumps([spec.network, spec.memory_mb, spec.cpus, spec.pids, spec.nested_namespaces])
+    """The shape ``spec``'s container was made for (equal to :func:`_shape` of what it was made from)."""
+    return json.dumps({name: getattr(spec, name) for name in _shape_fields("host", None, False)})
 
 
 def _reusable(spec: DockerRunSpec | None, home: Path) -> bool:
