@@ -218,11 +218,13 @@ def test_the_keeper_is_pid_1_and_no_exec_runs_in_docker(tmp_path: Path) -> None:
         box.cleanup()
 
 
-def _one_cell(limits: dict[str, float | int | None] | None = None) -> tuple[Any, Path, int]:
-    """A docker sandbox used as a cell uses it: its scratch from the sandbox, one process run.
-    Returns the sandbox (not cleaned up), its scratch and the process's exit code."""
+def _one_cell(limits: dict[str, float | int | None] | None = None, *, says_shape: bool = True) -> tuple[Any, Path, int]:
+    """A docker sandbox used as a cell uses it: its scratch from the sandbox (naming its shape,
+    as the cell runner does, unless ``says_shape`` is false), one process run. Returns the
+    sandbox (not cleaned up), its scratch and the process's exit code."""
     box = get_sandbox("docker")
-    scratch = box.scratch("tt-test-")
+    scratch = (box.scratch("tt-test-", network="loopback", limits=limits) if says_shape
+               else box.scratch("tt-test-"))
     workspace = scratch / "workspace"
     workspace.mkdir(exist_ok=True)
     argv = box.wrap(["sh", "-c", "echo in > seen.txt"], cwd=workspace, env={"PATH": "/usr/bin:/bin"},
@@ -231,13 +233,17 @@ def _one_cell(limits: dict[str, float | int | None] | None = None) -> tuple[Any,
 
 
 def _wait_warm(within_s: float = 30.0) -> Any:
+    """The container waiting for a next cell of :func:`_one_cell`'s shape (without limits)."""
     from apparatus.sandbox import docker_backend
 
+    shape = docker_backend._shape("loopback", None, False)
     deadline = time.monotonic() + within_s
-    while not docker_backend._WARM and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        found = [w for w in docker_backend._WARM if w.shape == shape]
+        if found:
+            return found[0]
         time.sleep(0.05)
-    assert docker_backend._WARM, "no container was started for the next cell"
-    return docker_backend._WARM[0]
+    raise AssertionError("no container was started for the next cell")
 
 
 def _no_warm() -> None:
@@ -267,6 +273,7 @@ def test_the_next_cell_finds_its_container_started() -> None:
     """When a cell ends, the next cell's container is started in the background (its folder,
     with an empty workspace, ready); the next cell takes it over with its cell id and runs its
     first process in it; nothing of the first cell is in it."""
+    _no_warm()  # a container of another shape left by an earlier test is not this test's
     first, scratch, code = _one_cell()
     assert code == 0 and (scratch / "workspace" / "seen.txt").read_text() == "in\n"
     first.cleanup()
@@ -285,12 +292,15 @@ def test_the_next_cell_finds_its_container_started() -> None:
 @NO_DOCKER
 def test_a_warm_container_that_does_not_fit_is_ended() -> None:
     """A cell whose first process needs other limits gets its own container; the warm one,
-    made for the previous cell's, is ended (removed by the engine)."""
+    made for the previous cell's, is ended (removed by the engine). The cell does not say its
+    shape when it asks for its folder, so it takes the waiting container of another shape and
+    learns only at its first process that it does not fit."""
+    _no_warm()
     first, scratch, _ = _one_cell()
     first.cleanup()
     shutil_rmtree(scratch)
     warm = _wait_warm()
-    box, scratch2, code = _one_cell(limits={"pids": 64})
+    box, scratch2, code = _one_cell(limits={"pids": 64}, says_shape=False)
     try:
         assert code == 0 and box._container not in (None, warm.cid)
         deadline = time.monotonic() + 15
