@@ -86,6 +86,12 @@ def _prctl(option: int, value: int) -> bool:
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: Sent by :func:`apparatus.lifetime.kill_now`: SIGKILL the tree at once.
 KILL_SIGNAL = signal.SIGUSR1
+#: Signals the command starts with at their default action whatever the apparatus inherited:
+#: a background job of a non-interactive shell (``bench.sh &``, some CI runners) has SIGINT and
+#: SIGQUIT ignored, ``nohup`` SIGHUP too, and an ignored signal stays ignored across ``exec`` —
+#: a harness's Ctrl-C or hang-up to a job on its terminal would then never arrive (E8 tasks
+#: grade exactly that), which is the apparatus's doing, not the harness's.
+_DEFAULT_IN_COMMAND = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGQUIT, KILL_SIGNAL, *_STOP_SIGNALS)
 
 
 class _Supervisor:
@@ -205,8 +211,7 @@ def main(args: list[str]) -> NoReturn:
         _report(report_fd, f"E{errno.ESRCH} the owner process {sup.parent} is gone\n")
         os._exit(1)
     try:
-        sup.child = os.posix_spawnp(argv[0], argv, dict(os.environ), setsigmask=(),
-                                    setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, KILL_SIGNAL, *_STOP_SIGNALS))
+        sup.child = os.posix_spawnp(argv[0], argv, dict(os.environ), setsigmask=(), setsigdef=_DEFAULT_IN_COMMAND)
     except OSError as exc:
         _report(report_fd, f"E{exc.errno or errno.EIO} {exc.strerror or exc}: {argv[0]}\n")
         os._exit(127)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import signal
 from pathlib import Path
+from typing import Any
 
 import docker  # noqa: F401  (see below)
 import matplotlib
@@ -22,6 +24,25 @@ import matplotlib.pyplot  # noqa: E402, F401  (see below)
 # in-process session, keeps one copy for all of them.
 
 pytest_plugins = ["pytester"]
+
+
+def _still_ignored(_signum: int, _frame: Any) -> None:
+    """Stands in for SIG_IGN in this process only (see :func:`_terminal_signals_default_in_children`)."""
+
+
+def _terminal_signals_default_in_children() -> None:
+    """A suite started as a background job of a non-interactive shell (``nohup … &``, some CI
+    runners) inherits SIGINT and SIGQUIT ignored (SIGHUP too under ``nohup``), and so would every
+    process the tests start: the E8 stand-ins' Ctrl-C and hang-up on a terminal would never reach
+    their script. A handler, unlike SIG_IGN, is reset at ``exec``: the children start with the
+    default while this process goes on ignoring them. (The apparatus's own commands get the
+    default from the supervisor; this covers what the tests start with ``subprocess``.)"""
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, _still_ignored)
+
+
+_terminal_signals_default_in_children()
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_PACK = REPO / "tasks" / "E1-build-status-001"
