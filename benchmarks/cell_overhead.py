@@ -110,14 +110,37 @@ def compare_verdicts(by_backend: dict[str, list[dict[str, object]]]) -> list[str
             for key, seen in sorted(cells.items()) if len({repr(v) for v in seen.values()}) > 1]
 
 
-def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet: bool = False) -> dict[str, float]:
-    """Print one backend's table (``quiet``: nothing) and return its totals."""
-    say = (lambda *_a, **_k: None) if quiet else print
-    # The session's (each worker's) first cell waits for the proxy start inside gateway_route.
+def _proxy_waits(rows: list[dict[str, object]]) -> dict[int, float]:
+    """The one-off proxy wait of each process's first cell (inside its ``gateway_route``), by row."""
     by_worker: dict[str, dict[str, object]] = {}
     for r in sorted(rows, key=lambda r: str(r["first_started"])):
         by_worker.setdefault(str(r.get("worker", "")), r)
-    waits = {id(r): float(r["timing"]["gateway_route"]) for r in by_worker.values()}  # type: ignore[index]
+    return {id(r): float(r["timing"]["gateway_route"]) for r in by_worker.values()}  # type: ignore[index]
+
+
+def cell_times(rows: list[dict[str, object]]) -> dict[str, float]:
+    """Each cell's time (its junit time, else the sum of its phases), its proxy wait left out."""
+    waits = _proxy_waits(rows)
+    return {str(r["key"]): (float(r["total"]) if r["total"] is not None  # type: ignore[arg-type]
+                            else sum(r["timing"].values())) - waits.get(id(r), 0.0)  # type: ignore[attr-defined]
+            for r in rows}
+
+
+def best_of_rounds(per_round: list[dict[str, float]]) -> tuple[float, int]:
+    """The sum over cells of each cell's fastest time in any round, and how many cells: on a
+    shared machine noise only adds time, so the minimum is the steadiest estimate of what a
+    cell costs (cells missing from a round count from the rounds that have them)."""
+    best: dict[str, float] = {}
+    for times in per_round:
+        for key, t in times.items():
+            best[key] = min(t, best.get(key, t))
+    return sum(best.values()), len(best)
+
+
+def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet: bool = False) -> dict[str, float]:
+    """Print one backend's table (``quiet``: nothing) and return its totals."""
+    say = (lambda *_a, **_k: None) if quiet else print
+    waits = _proxy_waits(rows)
     proxy_wait = sum(waits.values())
     sums: dict[str, float] = {p: sum(r["timing"].get(p, 0.0) for r in rows) for p in PHASES}  # type: ignore[attr-defined]
     sums["gateway_route"] -= proxy_wait
@@ -162,7 +185,8 @@ def main() -> int:
     ap.add_argument("--backends", default="local,bwrap,docker")
     ap.add_argument("-n", type=int, default=1, help="xdist workers per session (default: one at a time)")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="run every backend this many times, interleaved, and summarize the medians "
+                    help="run every backend this many times, interleaved, and summarize the medians and "
+                         "each cell's best time "
                          "(rounds on a shared machine differ by more than the backends do)")
     ap.add_argument("-q", "--quiet", action="store_true", help="only the per-round and summary tables")
     ap.add_argument("--from", dest="source", type=Path, help="summarize this output folder instead of running cells")
@@ -178,6 +202,7 @@ def main() -> int:
     backends = available_backends(args.backends.split(","))
     tasks = args.tasks.split(",")
     rounds: list[dict[str, dict[str, float]]] = []
+    per_cell: dict[str, list[dict[str, float]]] = {}
     changed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tt-bench-cells-") as tmp:
         for index in range(max(args.rounds, 1)):
@@ -193,6 +218,7 @@ def main() -> int:
                 results[backend] = summarize(backend if args.rounds == 1 else f"{backend}, round {index + 1}",
                                              wall, rows, quiet=args.quiet)
                 cells[backend] = rows
+                per_cell.setdefault(backend, []).append(cell_times(rows))
             if len(cells) > 1:
                 changed += compare_verdicts(cells)
             rounds.append(results)
@@ -201,12 +227,12 @@ def main() -> int:
         for line in changed:
             print(f"  {line}")
     if "local" in backends:
-        _ratios(rounds)
+        _ratios(rounds, per_cell)
     return 0
 
 
-def _ratios(rounds: list[dict[str, dict[str, float]]]) -> None:
-    """Each round's cells time against local, and (several rounds) the medians."""
+def _ratios(rounds: list[dict[str, dict[str, float]]], per_cell: dict[str, list[dict[str, float]]]) -> None:
+    """Each round's cells time against local, and (several rounds) the medians and the best of rounds."""
     header = (f"{'backend':<8} {'round':>5} {'session s':>10} {'cells s':>8} {'exec s':>8} {'× local (cells)':>16} "
               f"{'apparatus':>10} {'(real CLIs)':>12}")
     print("\n" + header)
@@ -228,6 +254,28 @@ def _ratios(rounds: list[dict[str, dict[str, float]]]) -> None:
             print(f"{backend:<8} × local (cells) {statistics.median(xs):.2f}  "
                   f"apparatus share {statistics.median(share[backend]):.1f}% "
                   f"(real CLIs' cells {statistics.median(real[backend]):.1f}%)")
+        local_best, _ = best_of_rounds(per_cell.get("local", []))
+        print(f"\nbest of {len(rounds)} rounds (each cell's fastest time, summed)")
+        for backend, times in per_cell.items():
+            total, count = best_of_rounds(times)
+            x = total / local_best if local_best else float("nan")
+            print(f"{backend:<8} {count} cells {total:6.1f} s  × local {x:.2f}")
+        _best_per_cell(per_cell)
+
+
+def _best_per_cell(per_cell: dict[str, list[dict[str, float]]]) -> None:
+    """Each cell's fastest time per backend, and how much longer than its local one."""
+    backends = list(per_cell)
+    best = {b: {k: min(t[k] for t in rounds if k in t) for k in set().union(*rounds)} for b, rounds in per_cell.items()}
+    keys = sorted(set().union(*(set(v) for v in best.values())))
+    print(f"\n{'cell (fastest s)':<44} " + " ".join(f"{b:>8}" for b in backends)
+          + ("  " + " ".join(f"{'+' + b:>9}" for b in backends if b != "local") if "local" in best else ""))
+    for key in keys:
+        line = f"{key:<44} " + " ".join(f"{best[b].get(key, float('nan')):8.2f}" for b in backends)
+        if "local" in best and key in best["local"]:
+            line += "  " + " ".join(f"{best[b].get(key, float('nan')) - best['local'][key]:+9.2f}"
+                                    for b in backends if b != "local")
+        print(line)
 
 
 if __name__ == "__main__":
