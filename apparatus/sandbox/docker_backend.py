@@ -292,7 +292,7 @@ class DockerSandbox(Sandbox):
         key = _key(spec)
         with self._lock:
             if self._client is None:
-                self._client = docker.from_env(timeout=120)
+                self._client = _engine_client()
             if self._container is not None and key == self._container_spec and self._running(self._container):
                 return self._container
             # Made for other mounts, network or limits (or ended): ended in the background.
@@ -305,6 +305,13 @@ class DockerSandbox(Sandbox):
             except docker.errors.DockerException as exc:
                 raise RuntimeError(f"tracetrial docker sandbox: could not start the cell's container: {exc}") from exc
             self._container, self._container_spec, self._spec = cid, key, spec
+            # This cell found no container of its shape waiting (a session's first cell of the
+            # shape, or one that did not fit): the next cell of this shape would find none either,
+            # since this cell's own ending starts one only when the next cell's turns begin —
+            # after that cell has asked for its container. Started now, while this cell's
+            # harness runs (what the background's idle would release: the apparatus waits on it).
+            if _reusable(spec, self._home):
+                _warm_next(spec, self._home)
             return cid
 
     def _running(self, cid: str) -> bool:
@@ -361,9 +368,7 @@ class DockerSandbox(Sandbox):
         # harness, not while this one is scored. Its processes are gone already (the keeper's
         # sweep), so it only idles until then.
         background.later(functools.partial(_retire, attach, template, home))
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._client = None  # the thread's client stays open for its next cell (_engine_client)
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None
@@ -382,6 +387,21 @@ class DockerSandbox(Sandbox):
             # A named version is not in the image: it runs from its read-only mount at its host path.
             return value
         return value.replace(host, IMAGE_TOOLS_DIR)
+
+
+_CLIENTS = threading.local()
+
+
+def _engine_client() -> Any:
+    """This thread's engine client (one per thread and process, kept across cells): a new one
+    costs a cell ~10-20 ms (its connection and the API version query) on its first process."""
+    import docker
+
+    cached = getattr(_CLIENTS, "client", None)
+    if cached is None or cached[0] != os.getpid():  # a forked child's copy shares the parent's socket
+        cached = (os.getpid(), docker.from_env(timeout=120))
+        _CLIENTS.client = cached
+    return cached[1]
 
 
 def _key(spec: DockerRunSpec) -> str:

@@ -290,6 +290,22 @@ def test_the_next_cell_finds_its_container_started() -> None:
 
 
 @NO_DOCKER
+def test_a_cell_that_started_its_own_container_has_the_next_one_started_while_it_runs() -> None:
+    """A cell that found no container of its shape (a session's first) has one started for the
+    next cell of its shape while its harness runs, not only when it ends: the next cell asks for
+    its container before its own ending's work is released."""
+    _no_warm()
+    box, scratch, code = _one_cell()
+    try:
+        assert code == 0
+        warm = _wait_warm(15)
+        assert warm.cid != box._container and warm.home != scratch
+    finally:
+        box.cleanup()
+        shutil_rmtree(scratch)
+
+
+@NO_DOCKER
 def test_a_warm_container_that_does_not_fit_is_ended() -> None:
     """A cell whose first process needs other limits gets its own container; the warm one,
     made for the previous cell's, is ended (removed by the engine). The cell does not say its
