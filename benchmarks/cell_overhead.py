@@ -118,23 +118,27 @@ def _proxy_waits(rows: list[dict[str, object]]) -> dict[int, float]:
     return {id(r): float(r["timing"]["gateway_route"]) for r in by_worker.values()}  # type: ignore[index]
 
 
+def _cell_time(row: dict[str, object]) -> float:
+    """A cell's time: its junit time; without one (an archive read back), the sum of its phases."""
+    total = row["total"]
+    return float(total) if total is not None else sum(row["timing"].values())  # type: ignore[arg-type, attr-defined]
+
+
 def cell_times(rows: list[dict[str, object]]) -> dict[str, float]:
-    """Each cell's time (its junit time, else the sum of its phases), its proxy wait left out."""
+    """Each cell's time (:func:`_cell_time`), its proxy wait left out."""
     waits = _proxy_waits(rows)
-    return {str(r["key"]): (float(r["total"]) if r["total"] is not None  # type: ignore[arg-type]
-                            else sum(r["timing"].values())) - waits.get(id(r), 0.0)  # type: ignore[attr-defined]
-            for r in rows}
+    return {str(r["key"]): _cell_time(r) - waits.get(id(r), 0.0) for r in rows}
 
 
-def best_of_rounds(per_round: list[dict[str, float]]) -> tuple[float, int]:
-    """The sum over cells of each cell's fastest time in any round, and how many cells: on a
-    shared machine noise only adds time, so the minimum is the steadiest estimate of what a
-    cell costs (cells missing from a round count from the rounds that have them)."""
+def fastest(per_round: list[dict[str, float]]) -> dict[str, float]:
+    """Each cell's fastest time in any round: on a shared machine noise only adds time, so the
+    minimum is the steadiest estimate of what a cell costs (a cell missing from a round counts
+    from the rounds that have it)."""
     best: dict[str, float] = {}
     for times in per_round:
         for key, t in times.items():
             best[key] = min(t, best.get(key, t))
-    return sum(best.values()), len(best)
+    return best
 
 
 def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet: bool = False) -> dict[str, float]:
@@ -144,9 +148,7 @@ def summarize(backend: str, wall: float, rows: list[dict[str, object]], *, quiet
     proxy_wait = sum(waits.values())
     sums: dict[str, float] = {p: sum(r["timing"].get(p, 0.0) for r in rows) for p in PHASES}  # type: ignore[attr-defined]
     sums["gateway_route"] -= proxy_wait
-    # Without a junit time (an archive read back), a cell's time is the sum of its phases.
-    totals = [float(r["total"]) if r["total"] is not None else sum(r["timing"].values())  # type: ignore[arg-type, attr-defined]
-              for r in rows]
+    totals = [_cell_time(r) for r in rows]
     cell_total = sum(totals) - proxy_wait
     rest = max(cell_total - sum(sums.values()), 0.0)
     execution = sums["execution"]
@@ -254,19 +256,19 @@ def _ratios(rounds: list[dict[str, dict[str, float]]], per_cell: dict[str, list[
             print(f"{backend:<8} × local (cells) {statistics.median(xs):.2f}  "
                   f"apparatus share {statistics.median(share[backend]):.1f}% "
                   f"(real CLIs' cells {statistics.median(real[backend]):.1f}%)")
-        local_best, _ = best_of_rounds(per_cell.get("local", []))
+        best = {backend: fastest(times) for backend, times in per_cell.items()}
+        local_best = sum(best.get("local", {}).values())
         print(f"\nbest of {len(rounds)} rounds (each cell's fastest time, summed)")
-        for backend, times in per_cell.items():
-            total, count = best_of_rounds(times)
+        for backend, cells in best.items():
+            total = sum(cells.values())
             x = total / local_best if local_best else float("nan")
-            print(f"{backend:<8} {count} cells {total:6.1f} s  × local {x:.2f}")
-        _best_per_cell(per_cell)
+            print(f"{backend:<8} {len(cells)} cells {total:6.1f} s  × local {x:.2f}")
+        _best_per_cell(best)
 
 
-def _best_per_cell(per_cell: dict[str, list[dict[str, float]]]) -> None:
-    """Each cell's fastest time per backend, and how much longer than its local one."""
-    backends = list(per_cell)
-    best = {b: {k: min(t[k] for t in rounds if k in t) for k in set().union(*rounds)} for b, rounds in per_cell.items()}
+def _best_per_cell(best: dict[str, dict[str, float]]) -> None:
+    """Each cell's fastest time per backend (:func:`fastest`), and how much longer than its local one."""
+    backends = list(best)
     keys = sorted(set().union(*(set(v) for v in best.values())))
     print(f"\n{'cell (fastest s)':<44} " + " ".join(f"{b:>8}" for b in backends)
           + ("  " + " ".join(f"{'+' + b:>9}" for b in backends if b != "local") if "local" in best else ""))
